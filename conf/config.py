@@ -1,0 +1,165 @@
+"""StreamsConfig: the settings of one application, validated once, at the boundary."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from datetime import timedelta
+from enum import Enum
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from streams.errors import ConfigError
+
+_APPLICATION_ID = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+class Guarantee(Enum):
+    """Processing guarantee (Kafka's ``processing.guarantee``)."""
+
+    AT_LEAST_ONCE = "at_least_once"
+    EXACTLY_ONCE = "exactly_once"
+
+
+class BadRecordPolicy(Enum):
+    """What to do with a record that cannot be processed."""
+
+    DLQ = "dlq"
+    FAIL = "fail"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamsConfig:
+    """The settings of a deltastreams application (defaults: ``conf/defaults.toml``)."""
+
+    application_id: str
+    """Names the application: prefixes its internal topics, state and checkpoints."""
+    root: str = "data"
+    """Directory (or URI) holding topics (``<root>/topics/<name>``) and checkpoints."""
+    state_dir: str | None = None
+    """Local RocksDB state; ``None`` means ``<root>/state``."""
+    processing_guarantee: Guarantee = Guarantee.EXACTLY_ONCE
+    commit_interval: timedelta = timedelta(seconds=1)
+    """Trigger interval of each sub-topology's query: one micro-batch is one commit."""
+    caching: bool = True
+    """Emit the last revision per window/key per commit (on) or one per record (off)."""
+    num_partitions: int = 0
+    """Partitions of repartition topics; 0 = the upstream sub-topology's source partitions."""
+    on_bad_record: BadRecordPolicy = BadRecordPolicy.DLQ
+    late_records_topic: str | None = None
+    """If set, records dropped as too late for their window are also appended there."""
+    max_records_per_batch: int = 1_000_000
+    """Upper bound of records read per micro-batch and source topic."""
+    master: str = "local[2]"
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    """Free-form Spark settings, the only escape hatch."""
+
+    def __post_init__(self) -> None:
+        if not self.application_id or not _APPLICATION_ID.match(self.application_id):
+            raise ConfigError(
+                f"application_id must be non-empty letters, digits, '.', '_' or '-', got {self.application_id!r}",
+                setting="application_id",
+            )
+        if self.commit_interval <= timedelta(0):
+            raise ConfigError(
+                f"commit_interval_ms must be positive, got {self.commit_interval}", setting="commit_interval_ms"
+            )
+        if self.num_partitions < 0:
+            raise ConfigError(f"num_partitions must be >= 0, got {self.num_partitions}", setting="num_partitions")
+        if self.max_records_per_batch <= 0:
+            raise ConfigError(
+                f"max_records_per_batch must be positive, got {self.max_records_per_batch}",
+                setting="max_records_per_batch",
+            )
+
+    @property
+    def commit_interval_ms(self) -> int:
+        return int(self.commit_interval / timedelta(milliseconds=1))
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee is Guarantee.EXACTLY_ONCE
+
+    @property
+    def local_state_dir(self) -> str:
+        return self.state_dir or str(Path(self.root) / "state")
+
+    @property
+    def dlq_topic(self) -> str:
+        return f"{self.application_id}-dlq"
+
+    def with_overrides(self, **changes: Any) -> StreamsConfig:
+        return replace(self, **changes)
+
+    @classmethod
+    def load(
+        cls, settings: Mapping[str, Any] | None = None, *, file: str | Path | None = None
+    ) -> StreamsConfig:
+        """Defaults from ``conf/defaults.toml``, then ``file`` (TOML), then ``settings``.
+
+        Keys use the boundary names (``commit_interval_ms``, ``processing_guarantee``, ...).
+        """
+        merged: dict[str, Any] = tomllib.loads(resources.files("conf").joinpath("defaults.toml").read_text())
+        if file is not None:
+            try:
+                merged.update(tomllib.loads(Path(file).read_text()))
+            except FileNotFoundError:
+                raise ConfigError(f"configuration file {file} does not exist", setting="file") from None
+            except tomllib.TOMLDecodeError as e:
+                raise ConfigError(f"configuration file {file} is not valid TOML: {e}", setting="file") from None
+        merged.update(settings or {})
+        return cls._from_boundary(merged)
+
+    @classmethod
+    def _from_boundary(cls, raw: Mapping[str, Any]) -> StreamsConfig:
+        known = {f.name for f in fields(cls)} | {"commit_interval_ms"}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown setting(s) {unknown}; known settings are {sorted(known - {'commit_interval'})}",
+                setting=unknown[0],
+            )
+        values = dict(raw)
+        if "application_id" not in values:
+            raise ConfigError("application_id is required", setting="application_id")
+        try:
+            if "commit_interval_ms" in values:
+                values["commit_interval"] = timedelta(milliseconds=float(values.pop("commit_interval_ms")))
+            if "processing_guarantee" in values:
+                values["processing_guarantee"] = _enum(Guarantee, values["processing_guarantee"], "processing_guarantee")
+            if "on_bad_record" in values:
+                values["on_bad_record"] = _enum(BadRecordPolicy, values["on_bad_record"], "on_bad_record")
+            for name in ("num_partitions", "max_records_per_batch"):
+                if name in values:
+                    values[name] = int(values[name])
+            if "caching" in values:
+                values["caching"] = _boolean(values["caching"], "caching")
+        except ValueError as e:
+            raise ConfigError(f"invalid configuration value: {e}") from None
+        values["late_records_topic"] = values.get("late_records_topic") or None
+        values["state_dir"] = values.get("state_dir") or None
+        return cls(**values)
+
+
+def _enum(kind: type[Enum], value: Any, setting: str) -> Any:
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(str(value).lower())
+    except ValueError:
+        choices = ", ".join(m.value for m in kind)
+        raise ConfigError(f"{setting} must be one of {choices}, got {value!r}", setting=setting) from None
+
+
+def _boolean(value: Any, setting: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ConfigError(f"{setting} must be true or false, got {value!r}", setting=setting)

@@ -1,0 +1,126 @@
+"""The parts of a topic's Delta log deltastreams needs: which files versions added, where each
+partition ends, and atomic commits of files written elsewhere.
+
+Topics are append-only, so the records a version range holds are exactly the files its commits
+added with ``dataChange = true``; reading those commit files is O(new commits), whatever the
+table's size.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake.transaction import AddAction
+
+from sinks._internal.files import PARTITION, DataFile, filesystem_for
+
+
+@dataclass(frozen=True)
+class AddedFile:
+    """A committed data file of a topic partition."""
+
+    path: str
+    partition: int
+    num_records: int
+    min_offset: int
+    max_offset: int
+
+
+def commit_path(table_uri: str, version: int) -> str:
+    return f"{table_uri}/_delta_log/{version:020d}.json"
+
+
+def read_commit(table_uri: str, version: int) -> list[dict] | None:
+    """The actions of one commit, or None if its JSON file is gone (cleaned-up log)."""
+    fs, path = filesystem_for(commit_path(table_uri, version))
+    try:
+        with fs.open_input_stream(path) as stream:
+            text = stream.read().decode()
+    except FileNotFoundError:
+        return None
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _added_file(add: dict) -> AddedFile:
+    stats = json.loads(add.get("stats") or "{}")
+    return AddedFile(
+        path=add["path"],
+        partition=int(add["partitionValues"][PARTITION]),
+        num_records=int(stats.get("numRecords", -1)),
+        min_offset=int(stats.get("minValues", {}).get("offset", -1)),
+        max_offset=int(stats.get("maxValues", {}).get("offset", -1)),
+    )
+
+
+def snapshot_files(table: DeltaTable) -> list[AddedFile]:
+    """Every file of the table at the version ``table`` is loaded at."""
+    actions = pa.table(table.get_add_actions(flatten=True))
+    if actions.num_rows == 0:
+        return []
+    columns = actions.column_names
+    paths = actions.column("path").to_pylist()
+    parts = actions.column(f"partition.{PARTITION}").to_pylist()
+    counts = actions.column("num_records").to_pylist()
+    mins = actions.column("min.offset").to_pylist() if "min.offset" in columns else [-1] * len(paths)
+    maxs = actions.column("max.offset").to_pylist() if "max.offset" in columns else [-1] * len(paths)
+    return [
+        AddedFile(path=p, partition=int(q), num_records=int(n), min_offset=int(lo), max_offset=int(hi))
+        for p, q, n, lo, hi in zip(paths, parts, counts, mins, maxs, strict=True)
+    ]
+
+
+def files_added(table_uri: str, after_version: int | None, up_to_version: int) -> list[AddedFile]:
+    """Files committed in versions ``(after_version, up_to_version]``; all files if ``after_version``
+    is None. Falls back to diffing snapshots when old commit files were cleaned up."""
+    if after_version is None or after_version < 0:
+        return snapshot_files(DeltaTable(table_uri, version=up_to_version))
+    added: list[AddedFile] = []
+    for version in range(after_version + 1, up_to_version + 1):
+        actions = read_commit(table_uri, version)
+        if actions is None:
+            before = {f.path for f in snapshot_files(DeltaTable(table_uri, version=after_version))}
+            after = snapshot_files(DeltaTable(table_uri, version=up_to_version))
+            return [f for f in after if f.path not in before]
+        added.extend(_added_file(a["add"]) for a in actions if "add" in a and a["add"].get("dataChange", True))
+    return added
+
+
+def end_offsets(table: DeltaTable) -> dict[int, int]:
+    """Next offset of every partition that has records."""
+    ends: dict[int, int] = {}
+    for f in snapshot_files(table):
+        ends[f.partition] = max(ends.get(f.partition, 0), f.max_offset + 1)
+    return ends
+
+
+def commit_files(
+    table: DeltaTable,
+    files: Sequence[DataFile],
+    *,
+    schema: pa.Schema,
+    txn: tuple[str, int] | None = None,
+    exclusive: bool = False,
+) -> int:
+    """Add ``files`` to the table in one atomic Delta commit; returns the new version.
+
+    ``txn`` tags the commit with Delta's (app id, version) transaction action. ``exclusive``
+    turns off delta-rs' rebase of blind appends, so the commit fails (CommitFailedError) if any
+    other commit landed since ``table`` was loaded: offsets were assigned against that version.
+    """
+    actions = [
+        AddAction(f.path, f.size, {PARTITION: str(f.partition)}, f.modification_time, True, f.stats_json())
+        for f in files
+    ]
+    props = CommitProperties(
+        app_transactions=[Transaction(txn[0], txn[1])] if txn else None,
+        max_commit_retries=0 if exclusive else None,
+    )
+    table.create_write_transaction(
+        actions, mode="append", schema=schema, partition_by=[PARTITION], commit_properties=props
+    )
+    table.update_incremental()
+    return table.version()

@@ -1,0 +1,95 @@
+"""Data files of a topic: one Parquet file per topic partition and write, with Delta stats.
+
+Files are written first (by any process: the driver, a Spark executor) and become part of the
+topic only when a Delta commit adds them (:mod:`sinks._internal.delta_log`). Until then no reader
+sees them, which is what makes a write invisible until its commit.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+PARTITION = "partition"
+OFFSET = "offset"
+TIMESTAMP = "timestamp"
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A written, not yet committed, Parquet file of one topic partition."""
+
+    path: str
+    """Relative to the table root, e.g. ``partition=0/part-...parquet``."""
+    size: int
+    partition: int
+    num_records: int
+    min_offset: int
+    max_offset: int
+    min_timestamp: int
+    max_timestamp: int
+    modification_time: int
+
+    def stats_json(self) -> str:
+        return json.dumps(
+            {
+                "numRecords": self.num_records,
+                "minValues": {OFFSET: self.min_offset, TIMESTAMP: self.min_timestamp},
+                "maxValues": {OFFSET: self.max_offset, TIMESTAMP: self.max_timestamp},
+                "nullCount": {OFFSET: 0, TIMESTAMP: 0},
+            }
+        )
+
+
+def filesystem_for(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow filesystem and in-filesystem path of a table URI or local path."""
+    if "://" in uri:
+        return pafs.FileSystem.from_uri(uri)
+    return pafs.LocalFileSystem(), uri
+
+
+def write_partition_file(table_uri: str, partition: int, rows: pa.Table) -> DataFile:
+    """Write ``rows`` (without the partition column, offsets already assigned) as one file."""
+    fs, base = filesystem_for(table_uri)
+    offsets = rows.column(OFFSET)
+    timestamps = rows.column(TIMESTAMP)
+    first = offsets[0].as_py()
+    rel = f"{PARTITION}={partition}/part-{first:020d}-{uuid.uuid4().hex}.parquet"
+    full = f"{base}/{rel}"
+    fs.create_dir(f"{base}/{PARTITION}={partition}", recursive=True)
+    pq.write_table(rows, full, filesystem=fs)
+    size = fs.get_file_info(full).size
+    ts_min_max = pc.min_max(timestamps)
+    return DataFile(
+        path=rel,
+        size=size,
+        partition=partition,
+        num_records=rows.num_rows,
+        min_offset=first,
+        max_offset=offsets[-1].as_py(),
+        min_timestamp=ts_min_max["min"].as_py(),
+        max_timestamp=ts_min_max["max"].as_py(),
+        modification_time=int(time.time() * 1000),
+    )
+
+
+def read_data_file(table_uri: str, rel_path: str, partition: int) -> pa.Table:
+    """Read one committed file back, with its ``partition`` column restored in front."""
+    fs, base = filesystem_for(table_uri)
+    table = pq.read_table(f"{base}/{rel_path}", filesystem=fs)
+    return table.add_column(0, PARTITION, pa.array([partition] * table.num_rows, pa.int32()))
+
+
+def delete_file(table_uri: str, rel_path: str) -> None:
+    fs, base = filesystem_for(table_uri)
+    try:
+        fs.delete_file(f"{base}/{rel_path}")
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,421 @@
+"""Topics as Delta tables: ``<root>/topics/<name>``, partitioned by ``partition``.
+
+Every row carries ``partition`` (int32), ``offset`` (int64, dense per partition, assigned on
+append), ``timestamp`` (int64 epoch ms) and the record's key and value. The key lives in one column
+(``key_column``); a struct value is flattened into one column per field, so plain Delta readers
+see ordinary tables; a scalar value lives in ``value_column``. The key column may also be a value
+field (the pageview events are keyed by their own ``user_id``): it is then stored once. Windowed
+records (a windowed aggregation's output) add ``window_start`` and ``window_end``. This layout and
+the partition count are kept in the table's description, so any process can open the topic.
+
+Inside deltastreams, records travel as Arrow tables in *record form*: ``partition``, ``offset``,
+``timestamp``, ``key``, ``value`` (plus the window columns): see :class:`TopicLayout`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+
+from sinks._internal import delta_log
+from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, read_data_file, write_partition_file
+from sinks.partitioner import partitions_for
+from streams.errors import RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError
+
+WINDOW_START = "window_start"
+WINDOW_END = "window_end"
+KEY = "key"
+VALUE = "value"
+_FORMAT = "deltastreams-topic/1"
+_RESERVED = (PARTITION, OFFSET, TIMESTAMP, WINDOW_START, WINDOW_END)
+
+
+def topic_uri(root: str | Path, name: str) -> str:
+    root = str(root)
+    return f"{root.rstrip('/')}/topics/{name}" if "://" in root else str(Path(root).absolute() / "topics" / name)
+
+
+@dataclass(frozen=True)
+class TopicLayout:
+    """How a topic's records map onto its Delta columns."""
+
+    partitions: int
+    key_column: str
+    key_type: pa.DataType
+    value_type: pa.DataType
+    value_fields: tuple[str, ...] | None = None
+    """Set when a struct value is stored one column per field."""
+    value_column: str | None = None
+    """Set when the value is stored in one column."""
+    windowed: bool = False
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        partitions: int,
+        key_type: pa.DataType,
+        value_type: pa.DataType,
+        key_column: str = KEY,
+        value_column: str = VALUE,
+        flatten_value: bool = True,
+        windowed: bool = False,
+    ) -> TopicLayout:
+        if partitions <= 0:
+            raise ValueError(f"a topic needs at least one partition, got {partitions}")
+        if flatten_value and pa.types.is_struct(value_type):
+            fields = tuple(value_type.field(i).name for i in range(value_type.num_fields))
+            return cls(partitions, key_column, key_type, value_type, value_fields=fields, windowed=windowed)
+        return cls(partitions, key_column, key_type, value_type, value_column=value_column, windowed=windowed)
+
+    @property
+    def key_shared(self) -> bool:
+        """The key is also one of the value's fields and stored once."""
+        return self.value_fields is not None and self.key_column in self.value_fields
+
+    def record_schema(self) -> pa.Schema:
+        """Schema of the record form (what readers return, what appends take)."""
+        cols = [pa.field(PARTITION, pa.int32()), pa.field(OFFSET, pa.int64()), pa.field(TIMESTAMP, pa.int64())]
+        if self.windowed:
+            cols += [pa.field(WINDOW_START, pa.int64()), pa.field(WINDOW_END, pa.int64())]
+        return pa.schema(cols + [pa.field(KEY, self.key_type), pa.field(VALUE, self.value_type)])
+
+    def table_schema(self) -> pa.Schema:
+        """Schema of the Delta table (``partition`` is a Delta partition column)."""
+        cols = [pa.field(PARTITION, pa.int32()), pa.field(OFFSET, pa.int64()), pa.field(TIMESTAMP, pa.int64())]
+        if self.windowed:
+            cols += [pa.field(WINDOW_START, pa.int64()), pa.field(WINDOW_END, pa.int64())]
+        if not self.key_shared:
+            cols.append(pa.field(self.key_column, self.key_type))
+        if self.value_fields is not None:
+            cols += [self.value_type.field(name) for name in self.value_fields]
+        else:
+            cols.append(pa.field(self.value_column, self.value_type))
+        names = [c.name for c in cols]
+        duplicate = {n for n in names if names.count(n) > 1}
+        if duplicate:
+            raise ValueError(f"column name(s) {sorted(duplicate)} used twice; rename the key or value column")
+        return pa.schema(cols)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "format": _FORMAT,
+                "partitions": self.partitions,
+                "key_column": self.key_column,
+                "value_fields": list(self.value_fields) if self.value_fields is not None else None,
+                "value_column": self.value_column,
+                "windowed": self.windowed,
+            }
+        )
+
+    @classmethod
+    def from_table(cls, description: str, schema: pa.Schema) -> TopicLayout:
+        spec = json.loads(description)
+        if spec.get("format") != _FORMAT:
+            raise ValueError("not a deltastreams topic")
+        key_type = schema.field(spec["key_column"]).type
+        fields = spec.get("value_fields")
+        if fields is not None:
+            value_type = pa.struct([schema.field(n) for n in fields])
+            return cls(spec["partitions"], spec["key_column"], key_type, value_type, tuple(fields), None, spec["windowed"])
+        value_type = schema.field(spec["value_column"]).type
+        return cls(spec["partitions"], spec["key_column"], key_type, value_type, None, spec["value_column"], spec["windowed"])
+
+    # -- conversions between the table's columns and the record form --------------------------
+
+    def to_records(self, table: pa.Table) -> pa.Table:
+        """Delta rows (any column order) -> record form."""
+        cols = {PARTITION: table.column(PARTITION), OFFSET: table.column(OFFSET), TIMESTAMP: table.column(TIMESTAMP)}
+        if self.windowed:
+            cols[WINDOW_START] = table.column(WINDOW_START)
+            cols[WINDOW_END] = table.column(WINDOW_END)
+        cols[KEY] = table.column(self.key_column)
+        if self.value_fields is not None:
+            arrays = [table.column(n).combine_chunks() for n in self.value_fields]
+            cols[VALUE] = pa.StructArray.from_arrays(arrays, fields=list(self.value_type))
+        else:
+            cols[VALUE] = table.column(self.value_column)
+        return pa.table(cols, schema=self.record_schema())
+
+    def to_table_columns(self, records: pa.Table, topic: str) -> pa.Table:
+        """Record form (with offsets assigned) -> the table's columns, without ``partition``."""
+        records = self.conform(records, topic)
+        cols: dict[str, pa.ChunkedArray | pa.Array] = {OFFSET: records.column(OFFSET), TIMESTAMP: records.column(TIMESTAMP)}
+        if self.windowed:
+            cols[WINDOW_START] = records.column(WINDOW_START)
+            cols[WINDOW_END] = records.column(WINDOW_END)
+        key = records.column(KEY)
+        value = records.column(VALUE)
+        if not self.key_shared:
+            cols[self.key_column] = key
+        if self.value_fields is not None:
+            struct = value.combine_chunks()
+            for name in self.value_fields:
+                cols[name] = struct.field(name)
+            if self.key_shared:
+                shared = struct.field(self.key_column)
+                mismatch = pc.invert(pc.equal(shared, key.combine_chunks()).fill_null(False))
+                if pc.any(mismatch).as_py():
+                    i = int(np.flatnonzero(np.asarray(mismatch))[0])
+                    raise SchemaMismatchError(
+                        f"topic '{topic}' stores its key in the value field '{self.key_column}', but record {i} "
+                        f"has key {key[i].as_py()!r} and {self.key_column}={shared[i].as_py()!r}",
+                        topic=topic,
+                        column=self.key_column,
+                    )
+        else:
+            cols[self.value_column] = value
+        return pa.table(cols)
+
+    def conform(self, records: pa.Table, topic: str) -> pa.Table:
+        """Cast record-form ``records`` to this layout's types; fail clearly when they differ."""
+        expected = self.record_schema()
+        for name in (KEY, VALUE, TIMESTAMP) + ((WINDOW_START, WINDOW_END) if self.windowed else ()):
+            if name not in records.column_names:
+                raise SchemaMismatchError(f"records for topic '{topic}' have no '{name}' column", topic=topic, column=name)
+        arrays = []
+        for field in expected:
+            if field.name not in records.column_names:
+                arrays.append(pa.nulls(records.num_rows, field.type))
+                continue
+            column = records.column(field.name)
+            if column.type != field.type:
+                column = _cast(column, field.type, topic, field.name)
+            arrays.append(column)
+        return pa.table(arrays, schema=expected)
+
+
+def _cast(column: pa.ChunkedArray, target: pa.DataType, topic: str, name: str) -> pa.ChunkedArray:
+    if pa.types.is_null(column.type):
+        return pa.nulls(len(column), target)
+    try:
+        if pa.types.is_struct(target) and pa.types.is_struct(column.type):
+            return _cast_struct(column.combine_chunks(), target, topic, name)
+        return column.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise SchemaMismatchError(
+            f"topic '{topic}' expects column '{name}' of type {target}, got {column.type}: {e}", topic=topic, column=name
+        ) from None
+
+
+def _cast_struct(array: pa.StructArray, target: pa.StructType, topic: str, name: str) -> pa.Array:
+    have = {array.type.field(i).name for i in range(array.type.num_fields)}
+    missing = [f.name for f in target if f.name not in have]
+    extra = sorted(have - {f.name for f in target})
+    if missing or extra:
+        raise SchemaMismatchError(
+            f"topic '{topic}' expects {name} fields {[f.name for f in target]}; records have "
+            f"{sorted(have)} (missing {missing}, unexpected {extra})",
+            topic=topic,
+            column=f"{name}.{(missing or extra)[0]}",
+        )
+    children = [_cast(pa.chunked_array([array.field(f.name)]), f.type, topic, f"{name}.{f.name}").combine_chunks() for f in target]
+    return pa.StructArray.from_arrays(children, fields=list(target), mask=array.is_null() if array.null_count else None)
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    version: int
+    first_offsets: dict[int, int]
+    """Offset of the first appended record, per partition written."""
+    counts: dict[int, int]
+
+
+class Topic:
+    """A topic's Delta table: append records, read them back in offset order."""
+
+    def __init__(self, name: str, uri: str, layout: TopicLayout) -> None:
+        self.name = name
+        self.uri = uri
+        self.layout = layout
+
+    @property
+    def partitions(self) -> int:
+        return self.layout.partitions
+
+    def __repr__(self) -> str:
+        return f"Topic({self.name!r}, partitions={self.partitions}, uri={self.uri!r})"
+
+    # -- opening ----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, root: str | Path, name: str) -> Topic:
+        uri = topic_uri(root, name)
+        if not DeltaTable.is_deltatable(uri):
+            raise TopicNotFoundError(
+                f"topic '{name}' does not exist (no Delta table at {uri}); create it first or check the root",
+                topic=name,
+            )
+        table = DeltaTable(uri)
+        try:
+            layout = TopicLayout.from_table(table.metadata().description or "", pa.schema(table.schema()))
+        except (ValueError, KeyError) as e:
+            raise SchemaMismatchError(
+                f"the Delta table at {uri} is not a deltastreams topic (its description holds no topic layout: {e}); "
+                "create topics with sinks.create_topic",
+                topic=name,
+            ) from None
+        return cls(name, uri, layout)
+
+    @classmethod
+    def exists(cls, root: str | Path, name: str) -> bool:
+        return DeltaTable.is_deltatable(topic_uri(root, name))
+
+    def delta_table(self, version: int | None = None) -> DeltaTable:
+        return DeltaTable(self.uri) if version is None else DeltaTable(self.uri, version=version)
+
+    def version(self) -> int:
+        return self.delta_table().version()
+
+    def end_offsets(self) -> dict[int, int]:
+        """Next offset per partition (0 for an empty partition)."""
+        ends = delta_log.end_offsets(self.delta_table())
+        return {p: ends.get(p, 0) for p in range(self.partitions)}
+
+    # -- appending --------------------------------------------------------------------------
+
+    def assign_partitions(self, records: pa.Table) -> np.ndarray:
+        """Target partition per record: the ``partition`` column if present, else Kafka's
+        default partitioner over the key."""
+        if PARTITION in records.column_names:
+            parts = records.column(PARTITION).to_numpy(zero_copy_only=False).astype(np.int32)
+            bad = (parts < 0) | (parts >= self.partitions)
+            if bad.any():
+                raise RecordError(
+                    f"record {int(np.flatnonzero(bad)[0])} names partition {int(parts[bad][0])}, but topic "
+                    f"'{self.name}' has partitions 0..{self.partitions - 1}",
+                    topic=self.name,
+                )
+            return parts
+        parts = partitions_for(records.column(KEY), self.partitions)
+        if (parts < 0).any():
+            i = int(np.flatnonzero(parts < 0)[0])
+            raise RecordError(
+                f"record {i} has a null key, but topic '{self.name}' has {self.partitions} partitions and "
+                "Kafka's default partitioner needs a key to pick one; give the record a key or a partition",
+                topic=self.name,
+            )
+        return parts
+
+    def prepare_files(self, records: pa.Table, next_offsets: dict[int, int]) -> list[DataFile]:
+        """Write ``records`` (record form, in append order) as one file per partition, assigning
+        offsets from ``next_offsets``. Nothing is visible until :meth:`commit` adds the files."""
+        if records.num_rows == 0:
+            return []
+        parts = self.assign_partitions(records)
+        body = self.layout.to_table_columns(records, self.name)
+        files = []
+        order = np.argsort(parts, kind="stable")
+        sorted_parts = parts[order]
+        bounds = np.flatnonzero(np.diff(sorted_parts)) + 1
+        for chunk in np.split(order, bounds):
+            partition = int(parts[chunk[0]])
+            first = next_offsets.get(partition, 0)
+            rows = body.take(pa.array(chunk))
+            rows = rows.set_column(rows.schema.get_field_index(OFFSET), OFFSET, pa.array(np.arange(first, first + len(chunk), dtype=np.int64)))
+            files.append(write_partition_file(self.uri, partition, rows))
+        return files
+
+    def commit(self, files: Sequence[DataFile], *, table: DeltaTable | None = None, txn: tuple[str, int] | None = None) -> int:
+        """Add prepared files in one atomic Delta commit; exclusive, because their offsets were
+        assigned against the version ``table`` is at."""
+        table = table if table is not None else self.delta_table()
+        return delta_log.commit_files(table, files, schema=self.layout.table_schema(), txn=txn, exclusive=True)
+
+    def append(self, records: pa.Table) -> AppendResult:
+        """Append records (record form: ``key``, ``value``, ``timestamp``, optional ``partition``)
+        in one Delta commit, assigning dense offsets per partition."""
+        table = self.delta_table()
+        ends = delta_log.end_offsets(table)
+        files = self.prepare_files(records, ends)
+        if not files:
+            return AppendResult(table.version(), {}, {})
+        version = self.commit(files, table=table)
+        return AppendResult(
+            version,
+            {f.partition: f.min_offset for f in files},
+            {f.partition: f.num_records for f in files},
+        )
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def files(self, after_version: int | None = None, up_to_version: int | None = None) -> list[delta_log.AddedFile]:
+        up_to = self.version() if up_to_version is None else up_to_version
+        return delta_log.files_added(self.uri, after_version, up_to)
+
+    def read(
+        self,
+        partition: int | None = None,
+        *,
+        after_version: int | None = None,
+        up_to_version: int | None = None,
+    ) -> pa.Table:
+        """Records committed in versions ``(after_version, up_to_version]`` (all, by default), of
+        one partition or all, in record form, sorted by partition then offset."""
+        files = [f for f in self.files(after_version, up_to_version) if partition is None or f.partition == partition]
+        return self.read_files(files)
+
+    def read_files(self, files: Sequence[delta_log.AddedFile]) -> pa.Table:
+        if not files:
+            return self.layout.record_schema().empty_table()
+        tables = [read_data_file(self.uri, f.path, f.partition) for f in files]
+        records = self.layout.to_records(pa.concat_tables(tables, promote_options="default"))
+        return records.sort_by([(PARTITION, "ascending"), (OFFSET, "ascending")])
+
+
+def create_topic(
+    root: str | Path,
+    name: str,
+    *,
+    partitions: int,
+    key_type: pa.DataType,
+    value_type: pa.DataType,
+    key_column: str = KEY,
+    value_column: str = VALUE,
+    flatten_value: bool = True,
+    windowed: bool = False,
+    exist_ok: bool = False,
+) -> Topic:
+    """Create a topic (an empty Delta table partitioned by ``partition``)."""
+    layout = TopicLayout.of(
+        partitions=partitions,
+        key_type=key_type,
+        value_type=value_type,
+        key_column=key_column,
+        value_column=value_column,
+        flatten_value=flatten_value,
+        windowed=windowed,
+    )
+    return create_topic_with_layout(root, name, layout, exist_ok=exist_ok)
+
+
+def create_topic_with_layout(root: str | Path, name: str, layout: TopicLayout, *, exist_ok: bool = False) -> Topic:
+    user_columns = [layout.key_column, *(layout.value_fields or (layout.value_column,))]
+    clashes = [c for c in user_columns if c in _RESERVED]
+    if clashes:
+        raise SchemaMismatchError(
+            f"topic '{name}' cannot use the column name(s) {clashes}: {list(_RESERVED)} are the record's own columns",
+            topic=name,
+            column=clashes[0],
+        )
+    uri = topic_uri(root, name)
+    if DeltaTable.is_deltatable(uri):
+        existing = Topic.open(root, name)
+        if exist_ok and existing.layout == layout:
+            return existing
+        if exist_ok:
+            raise TopicExistsError(
+                f"topic '{name}' exists with layout {existing.layout}, not {layout}; use the existing layout or another name",
+                topic=name,
+            )
+        raise TopicExistsError(f"topic '{name}' already exists at {uri}", topic=name)
+    DeltaTable.create(uri, layout.table_schema(), partition_by=[PARTITION], name=name, description=layout.to_json())
+    return Topic(name, uri, layout)

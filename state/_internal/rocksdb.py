@@ -1,0 +1,83 @@
+"""RocksDB key-value store (rocksdict, raw bytes mode) on the task's local disk."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+from rocksdict import Options, ReadOptions, Rdict, WriteBatch
+
+from state.stores import ChangelogEntry
+from streams.errors import StateStoreError
+
+_META_FAMILY = "deltastreams-meta"
+
+
+def _options() -> Options:
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.create_missing_column_families(True)
+    return options
+
+
+class RocksDBKeyValueStore:
+    """One RocksDB database per store and task. Writes go through the WAL, so whatever ``write``
+    returned survives a kill -9 of the process."""
+
+    def __init__(self, name: str, path: str | Path) -> None:
+        self.name = name
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = Rdict(str(self.path), options=_options(), column_families={_META_FAMILY: Options(raw_mode=True)})
+        except Exception as e:  # rocksdict raises plain Exception for IO/lock errors
+            raise StateStoreError(
+                f"cannot open RocksDB store '{name}' at {self.path}: {e}. If another process holds it, stop that "
+                "process; if it is corrupt, delete the directory: it is rebuilt from the changelog.",
+                store=name,
+            ) from e
+        self._meta = self._db.get_column_family(_META_FAMILY)
+
+    def get(self, key: bytes) -> bytes | None:
+        return self._db.get(key)
+
+    def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        if not keys:
+            return []
+        return self._db.get(list(keys))
+
+    def range(self, lo: bytes | None = None, hi: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        read_options = ReadOptions()
+        if hi is not None:
+            read_options.set_iterate_upper_bound(hi)
+        if lo is None:
+            yield from self._db.items(read_opt=read_options)
+        else:
+            yield from self._db.items(from_key=lo, read_opt=read_options)
+
+    def get_meta(self, key: str) -> bytes | None:
+        return self._meta.get(key.encode())
+
+    def write(self, changes: Iterable[ChangelogEntry], meta: Mapping[str, bytes] | None = None) -> None:
+        batch = WriteBatch(raw_mode=True)
+        for change in changes:
+            if change.value is None:
+                batch.delete(change.key)
+            else:
+                batch.put(change.key, change.value)
+        if meta:
+            family = self._db.get_column_family_handle(_META_FAMILY)
+            for key, value in meta.items():
+                batch.put(key.encode(), value, family)
+            del family
+        self._db.write(batch)
+
+    def close(self) -> None:
+        # Column-family views keep the database (and its LOCK) open: close them first.
+        self._meta.close()
+        self._db.close()
+
+    @staticmethod
+    def destroy(path: str | Path) -> None:
+        shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,51 @@
+"""deltastreams: Kafka Streams' DSL on Spark, with Delta tables as the log.
+
+>>> from streams import StreamsBuilder, TimeWindows
+>>> builder = StreamsBuilder()
+>>> (builder.stream("clicks").group_by_key().windowed_by(TimeWindows.of_size(5000))
+...  .count().to_stream().to("click-counts"))
+>>> print(builder.build().describe())  # doctest: +ELLIPSIS
+Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [clicks])
+...
+"""
+
+from streams.builder import StreamsBuilder
+from streams.errors import (
+    ConfigError,
+    DeltaStreamsError,
+    ProcessingError,
+    ProducerFencedError,
+    RecordError,
+    StateStoreError,
+    TopologyError,
+)
+from streams.kgrouped import KGroupedStream, TimeWindowedKStream
+from streams.kstream import KStream
+from streams.ktable import KTable
+from streams.records import Windowed
+from streams.testing import TestRecord, TopologyTestDriver
+from streams.windows import Suppressed, TimeWindows
+from topology.graph import Topology
+
+__all__ = [
+    "ConfigError",
+    "DeltaStreamsError",
+    "KGroupedStream",
+    "KStream",
+    "KTable",
+    "ProcessingError",
+    "ProducerFencedError",
+    "RecordError",
+    "StateStoreError",
+    "StreamsBuilder",
+    "Suppressed",
+    "TestRecord",
+    "TimeWindowedKStream",
+    "TimeWindows",
+    "Topology",
+    "TopologyError",
+    "TopologyTestDriver",
+    "Windowed",
+]

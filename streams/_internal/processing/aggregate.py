@@ -1,0 +1,266 @@
+"""Grouped aggregations (count, reduce, aggregate), windowed or not, with Kafka's revisions.
+
+Every update of an aggregate is a revision, carrying ``timestamp = max(record timestamp,
+previous aggregate timestamp)``. With caching on, only the last revision per window (or key) of a
+commit is emitted, in the order the windows were last updated (the order Kafka's cache flushes);
+with caching off, one revision per input record (and window), in input order.
+
+``count`` is vectorised end to end. ``reduce`` and ``aggregate`` call the user's function once per
+record in offset order, which their contract requires; everything around the call (windows,
+lateness, grouping, store reads and writes) stays vectorised.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sinks.serde import key_bytes
+from state import ChangeLoggingStore, TimeKeyedStore
+from streams._internal.processing.flow import KEY, BadRecords, Flow, flow_schema, infer_array
+from streams._internal.processing.windowing import assign_windows, segmented_running_max
+from topology.nodes import AggregateNode, AggregationKind
+
+_COUNT = struct.Struct(">qq")
+
+
+@dataclass(frozen=True)
+class AggregateOutput:
+    revisions: Flow
+    dropped: int
+    """(record, window) pairs dropped as too late (Kafka's dropped-records sensor)."""
+    late: Flow
+    """Records dropped for every window they belong to."""
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    """Kept (record, window) pairs grouped by (key, window)."""
+
+    record: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    group: np.ndarray
+    group_first: np.ndarray
+    """Index of the first pair of each group."""
+    store_keys: list[Any]
+
+
+class AggregateProcessor:
+    """Runs one :class:`AggregateNode` for one task against its store."""
+
+    def __init__(self, node: AggregateNode, store: ChangeLoggingStore, caching: bool) -> None:
+        self.node = node
+        self.windows = node.windows
+        self.caching = caching
+        self.kv = store
+        self.window_store = TimeKeyedStore(store) if node.windows is not None else None
+
+    @property
+    def windowed(self) -> bool:
+        return self.windows is not None
+
+    @property
+    def stream_time(self) -> int | None:
+        return self.window_store.stream_time if self.window_store is not None else None
+
+    # -- store values -------------------------------------------------------------------------
+
+    def _decode(self, raw: bytes | None) -> tuple[Any, int] | None:
+        if raw is None:
+            return None
+        if self.node.aggregation.kind is AggregationKind.COUNT:
+            return _COUNT.unpack(raw)
+        return pickle.loads(raw)
+
+    def _encode(self, value: Any, timestamp: int) -> bytes:
+        if self.node.aggregation.kind is AggregationKind.COUNT:
+            return _COUNT.pack(int(value), int(timestamp))
+        return pickle.dumps((value, int(timestamp)), protocol=5)
+
+    def _put(self, store_key: Any, value: bytes) -> None:
+        if self.window_store is not None:
+            start, kb = store_key
+            self.window_store.put(start, kb, value)
+        else:
+            self.kv.put(store_key, value)
+
+    def _get_many(self, store_keys: list[Any]) -> list[bytes | None]:
+        if self.window_store is not None:
+            return self.window_store.get_many(store_keys)
+        return self.kv.get_many(store_keys)
+
+    # -- processing ---------------------------------------------------------------------------
+
+    def process(self, flow: Flow, bad: BadRecords) -> AggregateOutput:
+        keys = flow.table.column(KEY)
+        if keys.null_count:
+            null = np.asarray(keys.is_null())
+            seqs, values = flow.seqs, flow.values()
+            for i in np.flatnonzero(null):
+                bad.reject(seqs[i], self.node.name, "null key: aggregations group by key", None, values[i])
+            flow = flow.filter(~null)
+        value_type = pa.int64() if self.node.aggregation.kind is AggregationKind.COUNT else pa.null()
+        empty = AggregateOutput(Flow.empty(flow.key_type, value_type, self.windowed), 0, flow.take([]))
+        if len(flow) == 0:
+            return empty
+
+        timestamps = flow.timestamps
+        if self.window_store is not None:
+            assignment = assign_windows(timestamps, self.windows, self.window_store.stream_time)
+            record, start, end, late = assignment.record, assignment.start, assignment.end, assignment.late
+        else:
+            record = np.arange(len(flow))
+            start = end = np.zeros(len(flow), dtype=np.int64)
+            late = np.zeros(len(flow), dtype=bool)
+
+        encoded = pc.dictionary_encode(flow.table.column(KEY).combine_chunks())
+        distinct_keys = encoded.dictionary
+        key_index = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        distinct_bytes = key_bytes(distinct_keys)
+
+        kept = ~late
+        pairs = self._group(record[kept], start[kept], end[kept], key_index, distinct_bytes)
+        previous = [self._decode(raw) for raw in self._get_many(pairs.store_keys)]
+
+        if self.node.aggregation.kind is AggregationKind.COUNT:
+            revisions = self._count(flow, pairs, previous, key_index, distinct_keys)
+        else:
+            revisions = self._fold(flow, pairs, previous, key_index, distinct_keys, bad)
+
+        dropped = int(late.sum())
+        late_records = flow.take([])
+        if dropped:
+            updates = np.bincount(record[kept], minlength=len(flow))
+            windows_per_record = np.bincount(record, minlength=len(flow))
+            late_records = flow.filter((windows_per_record > 0) & (updates == 0))
+        if self.window_store is not None:
+            self._advance(int(assignment.final_stream_time))
+        return AggregateOutput(revisions, dropped, late_records)
+
+    def _group(self, record, start, end, key_index, distinct_bytes) -> _Pairs:
+        if len(record) == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return _Pairs(record, start, end, empty, empty, [])
+        pair_keys = key_index[record]
+        step = self.windows.advance_ms if self.windows is not None else 1
+        slot = (start - start.min()) // step
+        combined = pair_keys * (int(slot.max()) + 1) + slot
+        _, group_first, group = np.unique(combined, return_index=True, return_inverse=True)
+        group = group.reshape(-1)
+        if self.window_store is not None:
+            store_keys = [(int(start[i]), distinct_bytes[pair_keys[i]]) for i in group_first]
+        else:
+            store_keys = [distinct_bytes[pair_keys[i]] for i in group_first]
+        return _Pairs(record, start, end, group, group_first, store_keys)
+
+    def _revisions(self, flow, pairs, rows, values: pa.Array, timestamps, key_index, distinct_keys) -> Flow:
+        """A flow of revisions; ``rows`` index pairs."""
+        pair_rows = pairs.record[rows]
+        columns = [pa.array(flow.seqs[pair_rows], pa.int64()), pa.array(timestamps, pa.int64())]
+        if self.windowed:
+            columns += [pa.array(pairs.start[rows], pa.int64()), pa.array(pairs.end[rows], pa.int64())]
+        keys = distinct_keys.take(pa.array(key_index[pair_rows]))
+        table = pa.table(columns + [keys, values], schema=flow_schema(distinct_keys.type, values.type, self.windowed))
+        return Flow(table, self.windowed)
+
+    def _count(self, flow, pairs: _Pairs, previous, key_index, distinct_keys) -> Flow:
+        groups = len(pairs.group_first)
+        if groups == 0:
+            return Flow.empty(distinct_keys.type, pa.int64(), self.windowed)
+        prev_count = np.fromiter((p[0] if p else 0 for p in previous), dtype=np.int64, count=groups)
+        prev_ts = np.fromiter((p[1] if p else np.iinfo(np.int64).min for p in previous), dtype=np.int64, count=groups)
+        pair_ts = flow.timestamps[pairs.record]
+        batch_count = np.bincount(pairs.group, minlength=groups)
+        batch_max = np.full(groups, np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(batch_max, pairs.group, pair_ts)
+        new_count = prev_count + batch_count
+        new_ts = np.maximum(prev_ts, batch_max)
+        for g in range(groups):
+            self._put(pairs.store_keys[g], _COUNT.pack(int(new_count[g]), int(new_ts[g])))
+
+        if self.caching:
+            last = np.zeros(groups, dtype=np.int64)
+            np.maximum.at(last, pairs.group, np.arange(len(pairs.group)))
+            order = np.argsort(last, kind="stable")
+            rows = last[order]
+            return self._revisions(flow, pairs, rows, pa.array(new_count[order]), new_ts[order], key_index, distinct_keys)
+
+        order = np.argsort(pairs.group, kind="stable")
+        sorted_groups = pairs.group[order]
+        boundaries = np.r_[0, np.flatnonzero(np.diff(sorted_groups)) + 1]
+        group_offset = np.zeros(groups, dtype=np.int64)
+        group_offset[sorted_groups[boundaries]] = boundaries
+        running_count = np.empty(len(order), dtype=np.int64)
+        running_count[order] = np.arange(len(order)) - group_offset[sorted_groups] + 1
+        running_ts = np.empty(len(order), dtype=np.int64)
+        running_ts[order] = segmented_running_max(pair_ts[order], sorted_groups)
+        counts = prev_count[pairs.group] + running_count
+        stamps = np.maximum(running_ts, prev_ts[pairs.group])
+        rows = np.arange(len(pairs.group))
+        return self._revisions(flow, pairs, rows, pa.array(counts), stamps, key_index, distinct_keys)
+
+    def _fold(self, flow, pairs: _Pairs, previous, key_index, distinct_keys, bad: BadRecords) -> Flow:
+        aggregation = self.node.aggregation
+        reduce = aggregation.kind is AggregationKind.REDUCE
+        keys_py = distinct_keys.to_pylist()
+        values = flow.values()
+        timestamps = flow.timestamps
+        seqs = flow.seqs
+        state: list[Any] = [p[0] if p else None for p in previous]
+        stamps: list[int] = [p[1] if p else np.iinfo(np.int64).min for p in previous]
+        present = [p is not None for p in previous]
+        touched_at = np.full(len(previous), -1, dtype=np.int64)
+        emitted_rows: list[int] = []
+        emitted_values: list[Any] = []
+        emitted_ts: list[int] = []
+        rejected: set[int] = set()
+        for j, (r, g) in enumerate(zip(pairs.record, pairs.group, strict=True)):
+            if r in rejected:
+                continue
+            key, value = keys_py[key_index[r]], values[r]
+            try:
+                if reduce:
+                    new = value if not present[g] else aggregation.function(state[g], value)
+                else:
+                    current = state[g] if present[g] else aggregation.initializer()
+                    new = aggregation.function(key, value, current)
+            except Exception as e:  # noqa: BLE001 - a failing record is rejected, the batch goes on
+                rejected.add(r)
+                bad.reject(seqs[r], self.node.name, f"{getattr(aggregation.function, '__qualname__', aggregation.function)} raised {type(e).__name__}: {e}", key, value, error=e)
+                continue
+            state[g], present[g] = new, True
+            stamps[g] = max(stamps[g], int(timestamps[r]))
+            touched_at[g] = j
+            if not self.caching:
+                emitted_rows.append(j)
+                emitted_values.append(new)
+                emitted_ts.append(stamps[g])
+        for g in np.flatnonzero(touched_at >= 0):
+            self._put(pairs.store_keys[g], self._encode(state[g], stamps[g]))
+        if self.caching:
+            order = [int(g) for g in np.argsort(touched_at, kind="stable") if touched_at[g] >= 0]
+            emitted_rows = [int(touched_at[g]) for g in order]
+            emitted_values = [state[g] for g in order]
+            emitted_ts = [stamps[g] for g in order]
+        array, misfits = infer_array(emitted_values, None)
+        if misfits:
+            raise TypeError(f"{self.node.name}: aggregate values of different types cannot form one table: {emitted_values[misfits[0]]!r}")
+        return self._revisions(flow, pairs, np.asarray(emitted_rows, dtype=np.int64), array, np.asarray(emitted_ts, dtype=np.int64), key_index, distinct_keys)
+
+    def _advance(self, stream_time: int) -> None:
+        """Persist stream time; purge windows closed for good (``end + grace <= stream time``),
+        which is also Kafka's retention of ``size + grace``."""
+        store = self.window_store
+        if stream_time <= store.stream_time:
+            return
+        store.stream_time = stream_time
+        horizon = stream_time - self.windows.size_ms - self.windows.grace_ms
+        for start, suffix, _ in list(store.up_to(horizon)):
+            store.delete(start, suffix)

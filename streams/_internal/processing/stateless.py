@@ -1,0 +1,161 @@
+"""Stateless operators over a flow: filter, map, map_values, flat_map, select_key, peek.
+
+User functions are called once per record, in order: that is their contract. A function that
+raises, or returns something that does not fit the stream's type, rejects that record (to the
+dead-letter topic, or failing the job); the other records go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from streams._internal.processing.flow import SEQ, TIMESTAMP, WINDOW_END, WINDOW_START, BadRecords, Flow, flow_schema, infer_array
+from streams.records import Windowed
+from topology.functions import UserFunction
+from topology.nodes import FilterNode, FlatMapNode, MapNode, MapValuesNode, Node, NullKeyFilterNode, PeekNode, SelectKeyNode
+
+
+def _describe_error(fn: UserFunction, error: BaseException) -> str:
+    return f"{fn.describe()} raised {type(error).__name__}: {error}"
+
+
+def _call_each(node: str, fn: UserFunction, flow: Flow, bad: BadRecords) -> tuple[list[Any], np.ndarray]:
+    """``fn(key, value)`` per record; returns results and a mask of records that did not raise."""
+    keys, values, seqs = flow.keys(), flow.values(), flow.seqs
+    results: list[Any] = [None] * len(keys)
+    ok = np.ones(len(keys), dtype=bool)
+    call = fn.fn
+    takes_key = fn.takes_key
+    for i, (k, v) in enumerate(zip(keys, values, strict=True)):
+        try:
+            results[i] = call(k, v) if takes_key else call(v)
+        except Exception as e:  # noqa: BLE001 - any user error rejects the record, not the batch
+            ok[i] = False
+            bad.reject(seqs[i], node, _describe_error(fn, e), k, v, error=e)
+    return results, ok
+
+
+def run_filter(node: FilterNode, flow: Flow, bad: BadRecords) -> Flow:
+    results, ok = _call_each(node.name, node.predicate, flow, bad)
+    keep = np.fromiter((bool(r) != node.negate for r in results), dtype=bool, count=len(results)) & ok
+    return flow.filter(keep)
+
+
+def run_null_key_filter(node: NullKeyFilterNode, flow: Flow, bad: BadRecords) -> Flow:
+    keys = flow.table.column("key")
+    if keys.null_count == 0:
+        return flow
+    null = np.asarray(keys.is_null())
+    seqs, values = flow.seqs, flow.values()
+    for i in np.flatnonzero(null):
+        bad.reject(seqs[i], node.name, "null key: a record needs a key to be repartitioned (Kafka drops these)", None, values[i])
+    return flow.filter(~null)
+
+
+def run_peek(node: PeekNode, flow: Flow, bad: BadRecords) -> Flow:
+    _, ok = _call_each(node.name, node.action, flow, bad)
+    return flow if ok.all() else flow.filter(ok)
+
+
+def _typed(node: str, values: list[Any], hint: pa.DataType | None, flow: Flow, bad: BadRecords, what: str) -> tuple[pa.Array, np.ndarray]:
+    array, misfits = infer_array(values, hint)
+    ok = np.ones(len(values), dtype=bool)
+    if misfits:
+        seqs = flow.seqs
+        for i in misfits:
+            ok[i] = False
+            bad.reject(seqs[i], node, f"{what} {values[i]!r} does not fit the stream's {what} type {array.type}", None, values[i])
+    return array, ok
+
+
+def run_map_values(node: MapValuesNode, flow: Flow, bad: BadRecords) -> Flow:
+    results, ok = _call_each(node.name, node.mapper, flow, bad)
+    values, fits = _typed(node.name, results, None, flow, bad, "value")
+    ok &= fits
+    out = flow.replace(values=values)
+    out._keys, out._values = flow._keys, results
+    return out if ok.all() else out.filter(ok)
+
+
+def _unwindow(keys: list[Any]) -> tuple[list[Any], list[int] | None, list[int] | None]:
+    """New keys that are all :class:`Windowed` keep the stream windowed."""
+    if keys and all(isinstance(k, Windowed) for k in keys):
+        return [k.key for k in keys], [k.window_start for k in keys], [k.window_end for k in keys]
+    return keys, None, None
+
+
+def _rebuild(node: str, flow: Flow, rows: np.ndarray, new_keys: list[Any], new_values: list[Any] | None, bad: BadRecords) -> Flow:
+    """A flow whose record i comes from input record ``rows[i]`` with a new key (and value)."""
+    child = flow.take(rows) if len(rows) != len(flow) or not np.array_equal(rows, np.arange(len(flow))) else flow
+    plain_keys, starts, ends = _unwindow(new_keys)
+    keys, ok = _typed(node, plain_keys, None, child, bad, "key")
+    if new_values is None:
+        values_array = child.table.column("value").combine_chunks()
+        values_py = child._values
+    else:
+        values_array, fits = _typed(node, new_values, None, child, bad, "value")
+        ok &= fits
+        values_py = new_values
+    windowed = starts is not None
+    columns = [child.table.column(SEQ), child.table.column(TIMESTAMP)]
+    if windowed:
+        columns += [pa.array(starts, pa.int64()), pa.array(ends, pa.int64())]
+    table = pa.table(columns + [keys, values_array], schema=flow_schema(keys.type, values_array.type, windowed))
+    out = Flow(table, windowed, None, values_py)
+    return out if ok.all() else out.filter(ok)
+
+
+def run_select_key(node: SelectKeyNode, flow: Flow, bad: BadRecords) -> Flow:
+    results, ok = _call_each(node.name, node.mapper, flow, bad)
+    rows = np.flatnonzero(ok)
+    return _rebuild(node.name, flow, rows, [results[i] for i in rows], None, bad)
+
+
+def _pairs(node: str, fn: UserFunction, produced: Any, seq: int, bad: BadRecords, key: Any, value: Any) -> list[tuple[Any, Any]] | None:
+    try:
+        pairs = [(k, v) for k, v in produced]
+    except (TypeError, ValueError) as e:
+        bad.reject(seq, node, f"{fn.describe()} must return (key, value) pairs, got {produced!r}", key, value, error=e)
+        return None
+    return pairs
+
+
+def run_map(node: MapNode, flow: Flow, bad: BadRecords) -> Flow:
+    results, ok = _call_each(node.name, node.mapper, flow, bad)
+    seqs, keys, values = flow.seqs, flow.keys(), flow.values()
+    rows, new_keys, new_values = [], [], []
+    for i in np.flatnonzero(ok):
+        pair = _pairs(node.name, node.mapper, [results[i]], seqs[i], bad, keys[i], values[i])
+        if pair is not None:
+            rows.append(i)
+            new_keys.append(pair[0][0])
+            new_values.append(pair[0][1])
+    return _rebuild(node.name, flow, np.asarray(rows, dtype=np.int64), new_keys, new_values, bad)
+
+
+def run_flat_map(node: FlatMapNode, flow: Flow, bad: BadRecords) -> Flow:
+    results, ok = _call_each(node.name, node.mapper, flow, bad)
+    seqs, keys, values = flow.seqs, flow.keys(), flow.values()
+    rows, new_keys, new_values = [], [], []
+    for i in np.flatnonzero(ok):
+        pairs = _pairs(node.name, node.mapper, results[i] if results[i] is not None else (), seqs[i], bad, keys[i], values[i])
+        for k, v in pairs or ():
+            rows.append(i)
+            new_keys.append(k)
+            new_values.append(v)
+    return _rebuild(node.name, flow, np.asarray(rows, dtype=np.int64), new_keys, new_values, bad)
+
+
+STATELESS: dict[type[Node], Callable[[Any, Flow, BadRecords], Flow]] = {
+    FilterNode: run_filter,
+    NullKeyFilterNode: run_null_key_filter,
+    PeekNode: run_peek,
+    MapValuesNode: run_map_values,
+    SelectKeyNode: run_select_key,
+    MapNode: run_map,
+    FlatMapNode: run_flat_map,
+}

@@ -1,0 +1,259 @@
+"""The processing core: one sub-topology, one task, one batch. No Spark here.
+
+Given a task's input records (per source topic, in offset order) and the task's stores, a
+:class:`TaskProcessor` runs the sub-topology's operators and returns the records to append per
+output topic (with their target partitions), the changelog entries of its stores, the records it
+could not process, and its metrics. One call is one commit: record caching keeps the last revision
+per window within it. The Spark runtime and the test driver both call this same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from sinks.partitioner import partitions_for
+from state import ChangeLoggingStore, ChangelogEntry
+from streams._internal.processing.aggregate import AggregateProcessor
+from streams._internal.processing.flow import (
+    KEY,
+    SEQ,
+    TIMESTAMP,
+    VALUE,
+    WINDOW_END,
+    WINDOW_START,
+    BadRecords,
+    Flow,
+    concat_flows,
+)
+from streams._internal.processing.stateless import STATELESS
+from streams._internal.processing.suppress import SuppressProcessor
+from streams.errors import TopologyError
+from topology.graph import SubTopology, Topology
+from topology.nodes import AggregateNode, SinkNode, SourceNode, SuppressNode, ToStreamNode
+
+DEAD_LETTER_VALUE = pa.struct(
+    [
+        ("value", pa.string()),
+        ("source_topic", pa.string()),
+        ("source_partition", pa.int32()),
+        ("source_offset", pa.int64()),
+        ("node", pa.string()),
+        ("task", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
+DEAD_LETTER_SCHEMA = pa.schema(
+    [("partition", pa.int32()), ("timestamp", pa.int64()), ("key", pa.string()), ("value", DEAD_LETTER_VALUE)]
+)
+
+
+@dataclass(frozen=True)
+class TaskId:
+    """Kafka's task id: sub-topology and partition, printed ``0_1``."""
+
+    subtopology: int
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.subtopology}_{self.partition}"
+
+
+@dataclass
+class TaskResult:
+    outputs: dict[str, pa.Table] = field(default_factory=dict)
+    """Per logical topic: ``partition``, ``timestamp``, [window columns], ``key``, ``value``, in
+    the order the task produced them."""
+    changelogs: dict[str, list[ChangelogEntry]] = field(default_factory=dict)
+    dead_letters: pa.Table = field(default_factory=DEAD_LETTER_SCHEMA.empty_table)
+    dropped_records: int = 0
+    """Records (per window) dropped as too late: ``end + grace <= stream time``."""
+    processed: int = 0
+
+
+@dataclass
+class _Inputs:
+    """The task's input records, concatenated; ``_seq`` indexes them."""
+
+    topics: list[str] = field(default_factory=list)
+    partitions: list[np.ndarray] = field(default_factory=list)
+    offsets: list[np.ndarray] = field(default_factory=list)
+    timestamps: list[np.ndarray] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(self.sizes)
+
+    def add(self, topic: str, records: pa.Table) -> int:
+        base = self.total
+        self.topics.append(topic)
+        self.partitions.append(records.column("partition").to_numpy(zero_copy_only=False))
+        self.offsets.append(records.column("offset").to_numpy(zero_copy_only=False))
+        self.timestamps.append(records.column(TIMESTAMP).fill_null(-1).to_numpy(zero_copy_only=False))
+        self.sizes.append(records.num_rows)
+        return base
+
+    def locate(self, seqs: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        bounds = np.cumsum(self.sizes)
+        which = np.searchsorted(bounds, seqs, side="right")
+        within = seqs - (bounds - np.asarray(self.sizes))[which]
+        topics = [self.topics[w] for w in which]
+        partitions = np.array([self.partitions[w][i] for w, i in zip(which, within, strict=True)], dtype=np.int32)
+        offsets = np.array([self.offsets[w][i] for w, i in zip(which, within, strict=True)], dtype=np.int64)
+        stamps = np.array([self.timestamps[w][i] for w, i in zip(which, within, strict=True)], dtype=np.int64)
+        return topics, partitions, offsets, stamps
+
+
+class TaskProcessor:
+    """Executes one sub-topology for one task (= one partition of its source topics)."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        subtopology: SubTopology,
+        partition: int,
+        stores: Mapping[str, ChangeLoggingStore],
+        *,
+        topic_partitions: Mapping[str, int],
+        caching: bool = True,
+        fail_on_bad_record: bool = False,
+        late_records_topic: str | None = None,
+    ) -> None:
+        self.topology = topology
+        self.subtopology = subtopology
+        self.task_id = TaskId(subtopology.id, partition)
+        self.stores = stores
+        self.topic_partitions = topic_partitions
+        self.caching = caching
+        self.fail_on_bad_record = fail_on_bad_record
+        self.late_records_topic = late_records_topic
+        self._processors: dict[str, AggregateProcessor | SuppressProcessor] = {}
+        for name in subtopology.nodes:
+            node = topology.nodes[name]
+            function = getattr(node, "predicate", None) or getattr(node, "mapper", None) or getattr(node, "action", None)
+            if function is not None and function.is_column:
+                raise TopologyError(
+                    f"{name} uses a Spark Column expression; the engine-independent core (and the "
+                    "TopologyTestDriver) runs Python callables, the Spark runtime compiles Columns to Catalyst",
+                    node=name,
+                )
+            if isinstance(node, AggregateNode):
+                self._processors[name] = AggregateProcessor(node, stores[node.store], caching)
+            elif isinstance(node, SuppressNode):
+                self._processors[name] = SuppressProcessor(node, stores[node.store])
+
+    def stream_time(self, node: str) -> int | None:
+        processor = self._processors.get(node)
+        return processor.stream_time if isinstance(processor, AggregateProcessor) else None
+
+    def process(self, inputs: Mapping[str, pa.Table]) -> TaskResult:
+        """Run one batch: ``inputs`` maps each source topic (logical name) to its records in
+        record form (``partition``, ``offset``, ``timestamp``, ``key``, ``value``), offset order."""
+        bad = BadRecords(self.fail_on_bad_record, str(self.task_id))
+        seen = _Inputs()
+        result = TaskResult()
+        flows: dict[str, Flow] = {}
+        sink_flows: dict[str, list[Flow]] = {}
+        late: list[Flow] = []
+        nodes = self.topology.nodes
+        for name in self.subtopology.nodes:
+            node = nodes[name]
+            if isinstance(node, SourceNode):
+                flows[name] = self._source_flow(node, inputs, seen, bad)
+                continue
+            flow = concat_flows([flows[p] for p in self.topology.parents[name]])
+            if isinstance(node, AggregateNode):
+                out = self._processors[name].process(flow, bad)
+                result.dropped_records += out.dropped
+                if len(out.late):
+                    late.append(out.late)
+                flow = out.revisions
+            elif isinstance(node, SuppressNode):
+                flow = self._processors[name].process(flow)
+            elif isinstance(node, SinkNode):
+                sink_flows.setdefault(node.topic, []).append(flow)
+            elif isinstance(node, ToStreamNode):
+                pass
+            else:
+                flow = STATELESS[type(node)](node, flow, bad)
+            flows[name] = flow
+
+        for topic, parts in sink_flows.items():
+            result.outputs[topic] = self._output(topic, concat_flows(parts), bad)
+        if late and self.late_records_topic:
+            result.outputs[self.late_records_topic] = self._output(self.late_records_topic, concat_flows(late), bad)
+        result.dead_letters = self._dead_letters(bad, seen)
+        result.changelogs = {name: store.changelog() for name, store in self.stores.items()}
+        result.processed = seen.total
+        return result
+
+    def _source_flow(self, node: SourceNode, inputs: Mapping[str, pa.Table], seen: _Inputs, bad: BadRecords) -> Flow:
+        parts = []
+        windowed = False
+        for topic in node.topics:
+            records = inputs.get(topic)
+            if records is None or records.num_rows == 0:
+                continue
+            base = seen.add(topic, records)
+            windowed = WINDOW_START in records.column_names
+            columns = {SEQ: pa.array(np.arange(base, base + records.num_rows, dtype=np.int64)), TIMESTAMP: records.column(TIMESTAMP)}
+            if windowed:
+                columns[WINDOW_START] = records.column(WINDOW_START)
+                columns[WINDOW_END] = records.column(WINDOW_END)
+            columns[KEY] = records.column(KEY)
+            columns[VALUE] = records.column(VALUE)
+            parts.append(Flow(pa.table(columns), windowed))
+        flow = concat_flows(parts) if parts else Flow.empty()
+        stamps = flow.table.column(TIMESTAMP)
+        invalid = np.asarray(stamps.is_null()) | (stamps.fill_null(-1).to_numpy(zero_copy_only=False) < 0)
+        if invalid.any():
+            seqs, keys, values = flow.seqs, flow.keys(), flow.values()
+            for i in np.flatnonzero(invalid):
+                bad.reject(seqs[i], node.name, "invalid timestamp: records need a non-negative epoch-ms timestamp", keys[i], values[i])
+            flow = flow.filter(~invalid)
+        return flow
+
+    def _output(self, topic: str, flow: Flow, bad: BadRecords) -> pa.Table:
+        n = self.topic_partitions[topic]
+        keys = flow.table.column(KEY)
+        partitions = partitions_for(keys, n)
+        # Kafka spreads null-keyed records over partitions; keeping them in this task's partition
+        # (mod n) is one deterministic such choice, stable across replays.
+        partitions[partitions < 0] = self.task_id.partition % n
+        columns = {"partition": pa.array(partitions, pa.int32()), TIMESTAMP: flow.table.column(TIMESTAMP)}
+        if flow.windowed:
+            columns[WINDOW_START] = flow.table.column(WINDOW_START)
+            columns[WINDOW_END] = flow.table.column(WINDOW_END)
+        columns[KEY] = keys
+        columns[VALUE] = flow.table.column(VALUE)
+        return pa.table(columns)
+
+    def _dead_letters(self, bad: BadRecords, seen: _Inputs) -> pa.Table:
+        if not len(bad):
+            return DEAD_LETTER_SCHEMA.empty_table()
+        topics, partitions, offsets, stamps = seen.locate(np.asarray(bad.seqs, dtype=np.int64))
+        value = pa.StructArray.from_arrays(
+            [
+                pa.array(bad.values, pa.string()),
+                pa.array(topics, pa.string()),
+                pa.array(partitions, pa.int32()),
+                pa.array(offsets, pa.int64()),
+                pa.array(bad.nodes, pa.string()),
+                pa.array([str(self.task_id)] * len(bad), pa.string()),
+                pa.array(bad.reasons, pa.string()),
+            ],
+            fields=list(DEAD_LETTER_VALUE),
+        )
+        return pa.table(
+            {
+                "partition": pa.array(np.zeros(len(bad), dtype=np.int32)),
+                TIMESTAMP: pa.array(stamps, pa.int64()),
+                KEY: pa.array(bad.keys, pa.string()),
+                VALUE: value,
+            },
+            schema=DEAD_LETTER_SCHEMA,
+        )

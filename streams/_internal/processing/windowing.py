@@ -1,0 +1,68 @@
+"""Kafka's window semantics, vectorised over a batch of timestamps.
+
+Stream time as seen by record i is the running maximum of the timestamps up to and including i
+(and of the stream time before the batch): one ``np.maximum.accumulate``. A record belongs to every
+window ``[start, start + size)`` with ``start`` a multiple of ``advance``, ``start >= 0`` and
+``start <= t < start + size`` (Kafka's ``TimeWindows.windowsFor``). It updates a window unless
+``end + grace <= stream time`` (Kafka's ``closeTime`` check); otherwise it is dropped for that
+window and counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from topology.nodes import Windows
+
+
+@dataclass(frozen=True)
+class WindowAssignment:
+    """One row per (record, window) pair, in processing order: by record, then window start."""
+
+    record: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    late: np.ndarray
+    stream_time: np.ndarray
+    """Stream time after each record (per record, not per pair)."""
+
+    @property
+    def final_stream_time(self) -> int | None:
+        return int(self.stream_time[-1]) if len(self.stream_time) else None
+
+
+def running_stream_time(timestamps: np.ndarray, previous: int) -> np.ndarray:
+    return np.maximum.accumulate(np.maximum(timestamps, previous)) if len(timestamps) else timestamps
+
+
+def assign_windows(timestamps: np.ndarray, windows: Windows, previous_stream_time: int) -> WindowAssignment:
+    size, advance, grace = windows.size_ms, windows.advance_ms, windows.grace_ms
+    ts = timestamps.astype(np.int64, copy=False)
+    stream_time = running_stream_time(ts, previous_stream_time)
+    first = (np.maximum(0, ts - size + advance) // advance) * advance
+    per_record = np.where(ts >= 0, (ts - first) // advance + 1, 0)
+    record = np.repeat(np.arange(len(ts)), per_record)
+    within = np.arange(len(record)) - np.repeat(np.cumsum(per_record) - per_record, per_record)
+    start = first[record] + within * advance
+    end = start + size
+    late = end + grace <= stream_time[record]
+    return WindowAssignment(record, start, end, late, stream_time)
+
+
+def segmented_running_max(values: np.ndarray, segments: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` restarting at every new segment id (``segments`` sorted)."""
+    if len(values) == 0:
+        return values
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    if span * (int(segments.max()) + 1) < 2**62:
+        # Lift each segment above all earlier ones, so one cumulative max never crosses segments.
+        lifted = (values - low) + segments.astype(np.int64) * span
+        return np.maximum.accumulate(lifted) - segments.astype(np.int64) * span + low
+    out = values.copy()
+    for i in range(1, len(values)):  # ranges too wide to lift: plain loop, same result
+        if segments[i] == segments[i - 1] and out[i - 1] > out[i]:
+            out[i] = out[i - 1]
+    return out

@@ -1,0 +1,89 @@
+"""User functions held by topology nodes: a Python callable or Spark Column expression(s).
+
+Python callables take ``(key, value)`` (a value-only callable is accepted where Kafka has a
+``ValueMapper``). Column expressions are the fast path: the Spark compiler turns them into
+Catalyst; the engine-independent core runs Python callables only.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from streams.errors import TopologyError
+
+
+class FunctionKind(Enum):
+    PYTHON = "python"
+    COLUMN = "column"
+
+
+def is_column(obj: Any) -> bool:
+    """A Spark Column, recognised without importing pyspark (the DSL must not need Spark)."""
+    return any(c.__name__ == "Column" and c.__module__.startswith("pyspark") for c in type(obj).__mro__)
+
+
+def _positional_arity(fn: Callable[..., Any]) -> int | None:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # builtins without signatures
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
+
+
+@dataclass(frozen=True)
+class UserFunction:
+    """A node's function. ``fn`` is the callable, a Column, or a tuple of Columns (key, value)."""
+
+    fn: Any
+    kind: FunctionKind
+    takes_key: bool = True
+    """False for a value-only callable (Kafka's ValueMapper)."""
+
+    @property
+    def is_column(self) -> bool:
+        return self.kind is FunctionKind.COLUMN
+
+    def describe(self) -> str:
+        if self.kind is FunctionKind.COLUMN:
+            return repr(self.fn)
+        return getattr(self.fn, "__qualname__", repr(self.fn))
+
+    def __call__(self, key: Any, value: Any) -> Any:
+        return self.fn(key, value) if self.takes_key else self.fn(value)
+
+
+def user_function(
+    obj: Any, *, operator: str, columns: int = 1, value_only_allowed: bool = False
+) -> UserFunction:
+    """Check a DSL argument at build time and wrap it.
+
+    ``columns`` is how many Column expressions stand in for the callable (2 for ``map``: key and
+    value)."""
+    if columns == 1 and is_column(obj):
+        return UserFunction(obj, FunctionKind.COLUMN)
+    if columns == 2 and isinstance(obj, tuple) and len(obj) == 2 and all(is_column(c) for c in obj):
+        return UserFunction(obj, FunctionKind.COLUMN)
+    if not callable(obj):
+        expected = "a callable (key, value) -> ..." + (
+            " or a pair of Spark Columns (key, value)" if columns == 2 else " or a Spark Column expression"
+        )
+        raise TopologyError(f"{operator}() takes {expected}, got {obj!r}", node=operator)
+    arity = _positional_arity(obj)
+    if arity is not None and arity not in (1, 2):
+        raise TopologyError(
+            f"{operator}() takes a function of (key, value), but {getattr(obj, '__qualname__', obj)!r} "
+            f"takes {arity} positional arguments",
+            node=operator,
+        )
+    if arity == 1 and not value_only_allowed:
+        raise TopologyError(
+            f"{operator}() takes a function of (key, value), but {getattr(obj, '__qualname__', obj)!r} takes one",
+            node=operator,
+        )
+    return UserFunction(obj, FunctionKind.PYTHON, takes_key=arity != 1)

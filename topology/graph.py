@@ -1,0 +1,124 @@
+"""The logical graph: a builder the DSL appends to, and the immutable :class:`Topology` it builds.
+
+Names come from one counter shared by processors and stores, as in Kafka, so an unnamed node's
+name shifts when nodes are added before it; name stateful nodes (``name=``) to keep their stores,
+changelogs and repartition topics stable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from streams.errors import TopologyError
+from topology.nodes import AggregateNode, Node, SinkNode, SourceNode, StoreSpec, SuppressNode
+
+
+class GraphBuilder:
+    """Mutable while the DSL runs; ``build()`` freezes it into a :class:`Topology`."""
+
+    def __init__(self) -> None:
+        self._index = 0
+        self._nodes: dict[str, Node] = {}
+        self._parents: dict[str, tuple[str, ...]] = {}
+
+    def processor_name(self, prefix: str) -> str:
+        name = f"{prefix}-{self._index:010d}"
+        self._index += 1
+        return name
+
+    def store_name(self, prefix: str) -> str:
+        return self.processor_name(f"{prefix}-STATE-STORE")
+
+    def add(self, node: Node, parents: Sequence[str] = ()) -> str:
+        if node.name in self._nodes:
+            raise TopologyError(f"a node named '{node.name}' already exists; names must be unique", node=node.name)
+        for parent in parents:
+            if isinstance(self._nodes[parent], SinkNode):
+                raise TopologyError(f"'{node.name}' cannot follow sink '{parent}'", node=node.name)
+        self._nodes[node.name] = node
+        self._parents[node.name] = tuple(parents)
+        return node.name
+
+    def node(self, name: str) -> Node:
+        return self._nodes[name]
+
+    def build(self) -> Topology:
+        if not self._nodes:
+            raise TopologyError("the topology is empty: add a stream with StreamsBuilder.stream(topic)")
+        return Topology(dict(self._nodes), dict(self._parents))
+
+
+@dataclass(frozen=True)
+class SubTopology:
+    """Operators between repartition boundaries, fused; runs as one task per source partition."""
+
+    id: int
+    nodes: tuple[str, ...]
+    """In creation order, which is a topological order."""
+    source_topics: tuple[str, ...]
+    sink_topics: tuple[str, ...]
+    stores: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A built topology: nodes, edges, sub-topologies, stores and topics."""
+
+    nodes: Mapping[str, Node]
+    parents: Mapping[str, tuple[str, ...]]
+
+    @cached_property
+    def children(self) -> Mapping[str, tuple[str, ...]]:
+        out: dict[str, list[str]] = {name: [] for name in self.nodes}
+        for name, parents in self.parents.items():
+            for parent in parents:
+                out[parent].append(name)
+        return {name: tuple(kids) for name, kids in out.items()}
+
+    @cached_property
+    def subtopologies(self) -> tuple[SubTopology, ...]:
+        from topology.split import split_subtopologies
+
+        return split_subtopologies(self)
+
+    @cached_property
+    def stores(self) -> Mapping[str, StoreSpec]:
+        specs: dict[str, StoreSpec] = {}
+        for node in self.nodes.values():
+            if isinstance(node, AggregateNode):
+                kind = "window" if node.windows is not None else "key_value"
+                specs[node.store] = StoreSpec(node.store, node.name, kind)
+            elif isinstance(node, SuppressNode):
+                specs[node.store] = StoreSpec(node.store, node.name, "suppression")
+        return specs
+
+    @cached_property
+    def internal_topics(self) -> frozenset[str]:
+        """Repartition topics, named without the application id."""
+        return frozenset(t for n in self.nodes.values() if isinstance(n, SourceNode) and n.internal for t in n.topics)
+
+    @property
+    def source_topics(self) -> tuple[str, ...]:
+        """Input topics read from outside the application."""
+        return tuple(
+            dict.fromkeys(t for n in self.nodes.values() if isinstance(n, SourceNode) and not n.internal for t in n.topics)
+        )
+
+    @property
+    def sink_topics(self) -> tuple[str, ...]:
+        """Output topics written for the outside world."""
+        return tuple(dict.fromkeys(n.topic for n in self.nodes.values() if isinstance(n, SinkNode) and not n.internal))
+
+    def physical_topic(self, application_id: str, topic: str) -> str:
+        """Repartition topics get the application id as prefix, as in Kafka."""
+        return f"{application_id}-{topic}" if topic in self.internal_topics else topic
+
+    def subtopology_of(self, node: str) -> SubTopology:
+        return next(s for s in self.subtopologies if node in s.nodes)
+
+    def describe(self):
+        from topology.describe import describe
+
+        return describe(self)

@@ -1,0 +1,163 @@
+"""Topology nodes: pure, immutable specs. Runtime objects are built from them elsewhere.
+
+Each DSL call adds one node (sometimes a few, as Kafka does for repartitioning); a node's
+``name`` follows Kafka's counter names (``KSTREAM-FILTER-0000000001``) unless the user named it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from topology.functions import UserFunction
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Time windows ``[start, start + size)``, starting at multiples of ``advance`` from the epoch."""
+
+    size_ms: int
+    advance_ms: int
+    grace_ms: int
+
+    @property
+    def retention_ms(self) -> int:
+        return self.size_ms + self.grace_ms
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def changes_key(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class SourceNode(Node):
+    topics: tuple[str, ...]
+    internal: bool = False
+    """Reads a repartition topic (named without the application id)."""
+
+
+@dataclass(frozen=True)
+class SinkNode(Node):
+    topic: str
+    internal: bool = False
+    key_column: str = "key"
+    value_column: str = "value"
+
+
+@dataclass(frozen=True)
+class FilterNode(Node):
+    predicate: UserFunction
+    negate: bool = False
+
+
+@dataclass(frozen=True)
+class NullKeyFilterNode(Node):
+    """Kafka puts a filter before every repartition sink; Kafka drops null keys there silently,
+    here they go to the dead-letter topic (or fail the job)."""
+
+
+@dataclass(frozen=True)
+class MapNode(Node):
+    mapper: UserFunction
+
+    @property
+    def changes_key(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class MapValuesNode(Node):
+    mapper: UserFunction
+
+
+@dataclass(frozen=True)
+class FlatMapNode(Node):
+    mapper: UserFunction
+
+    @property
+    def changes_key(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class SelectKeyNode(Node):
+    mapper: UserFunction
+
+    @property
+    def changes_key(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class PeekNode(Node):
+    action: UserFunction
+
+
+class AggregationKind(Enum):
+    COUNT = "count"
+    REDUCE = "reduce"
+    AGGREGATE = "aggregate"
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """What a grouped aggregation folds: count, ``reduce(reducer)`` with ``reducer(agg, value)``,
+    or ``aggregate(initializer, aggregator)`` with ``aggregator(key, value, agg)``."""
+
+    kind: AggregationKind
+    initializer: Any = None
+    function: Any = None
+
+
+@dataclass(frozen=True)
+class AggregateNode(Node):
+    """Grouped aggregation into a KTable, windowed when ``windows`` is set."""
+
+    store: str
+    aggregation: Aggregation
+    windows: Windows | None = None
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return (self.store,)
+
+
+@dataclass(frozen=True)
+class SuppressNode(Node):
+    """``suppress(until_window_closes)``: one final result per window once stream time reaches
+    ``end + grace``."""
+
+    store: str
+    grace_ms: int
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return (self.store,)
+
+
+@dataclass(frozen=True)
+class ToStreamNode(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """A state store of the topology; its changelog is ``<application_id>-<name>-changelog``."""
+
+    name: str
+    node: str
+    kind: str  # "window", "key_value" or "suppression"
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def changelog_topic(self, application_id: str) -> str:
+        return f"{application_id}-{self.name}-changelog"
