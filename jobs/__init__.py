@@ -1,0 +1,1 @@
+"""Runnable applications: the pageview example, its data generator, benchmarks and harnesses."""
