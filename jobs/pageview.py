@@ -1,32 +1,66 @@
 """The paper's running example: pageviews per category in 5-second windows.
 
 ``pageview-events`` (keyed by user_id) -> filter(duration_s >= 30) -> map to key = category ->
-group_by_key -> windowed_by(5 s tumbling, grace) -> count -> to_stream -> ``pageview-windowed-counts``.
+group_by_key -> windowed_by(5 s tumbling, grace) -> count -> to_stream -> ``pageview-windowed-counts``
+(columns category, window_start, window_end, count, plus partition, offset, timestamp).
 
+    python -m jobs.pageview generate --root /tmp/pv --events 100000
+    python -m jobs.pageview run --root /tmp/pv --until-caught-up
+    python -m jobs.pageview results --root /tmp/pv
     python -m jobs.pageview describe
-    python -m jobs.pageview demo --events 20000
+
+On a cluster: spark-submit --master spark://host:7077 jobs/pageview.py run --root s3://bucket/pv
+(with the project installed on the executors, or its packages shipped with --py-files).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import logging
 import sys
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from conf import StreamsConfig
+from jobs.pageview_data import VALUE_TYPE, generate_events
 from streams import StreamsBuilder, Suppressed, TimeWindows, Topology
 
 INPUT_TOPIC = "pageview-events"
 OUTPUT_TOPIC = "pageview-windowed-counts"
+APPLICATION_ID = "pageview"
 
 
 def build_topology(
-    *, window_ms: int = 5000, grace_ms: int = 10_000, min_duration_s: int = 30, emit: str = "revisions"
+    *,
+    window_ms: int = 5000,
+    grace_ms: int = 10_000,
+    min_duration_s: int = 30,
+    emit: str = "revisions",
+    functions: str = "arrow",
 ) -> Topology:
-    """The pageview topology with Python callables (runs anywhere, the test driver included)."""
+    """The pageview topology. ``functions`` picks how filter and map are written: ``arrow``
+    (pyarrow expressions, vectorised, the default), ``python`` (callables, per record) or
+    ``column`` (Spark Columns, compiled to Catalyst)."""
+    if functions == "python":
+        long_enough = lambda user_id, view: view["duration_s"] >= min_duration_s  # noqa: E731
+        by_category = lambda user_id, view: (view["category"], view)  # noqa: E731
+    elif functions == "arrow":
+        long_enough = pc.field("value", "duration_s") >= min_duration_s
+        by_category = (pc.field("value", "category"), pc.field("value"))
+    elif functions == "column":
+        from pyspark.sql import functions as F
+
+        long_enough = F.col("value.duration_s") >= min_duration_s
+        by_category = (F.col("value.category"), F.col("value"))
+    else:
+        raise ValueError(f"functions is python, arrow or column, got {functions!r}")
     builder = StreamsBuilder()
     counts = (
-        builder.stream(INPUT_TOPIC)
-        .filter(lambda user_id, view: view["duration_s"] >= min_duration_s)
-        .map(lambda user_id, view: (view["category"], view))
+        builder.stream(INPUT_TOPIC, key_type=pa.string(), value_type=VALUE_TYPE)
+        .filter(long_enough)
+        .map(by_category)
         .group_by_key()
         .windowed_by(TimeWindows.of_size(window_ms).grace(grace_ms))
         .count()
@@ -37,42 +71,131 @@ def build_topology(
     return builder.build()
 
 
-def _demo(args: argparse.Namespace) -> None:
-    from jobs.pageview_data import generate_events
-    from streams import TopologyTestDriver
+def generate(root: str, events: int, *, seed: int = 0, partitions: int = 2, late_fraction: float = 0.05, max_lateness_ms: int = 30_000, batches: int = 1) -> int:
+    """Append ``events`` synthetic pageviews to ``pageview-events`` in ``batches`` appends."""
+    from sinks import Topic, create_topic
 
-    events = generate_events(args.events, seed=args.seed)
-    topology = build_topology(window_ms=args.window_ms, grace_ms=args.grace_ms, emit=args.emit)
-    with TopologyTestDriver(topology) as driver:
-        rows = list(zip(events.column("key").to_pylist(), events.column("value").to_pylist(), events.column("timestamp").to_pylist(), strict=True))
-        for i in range(0, len(rows), 1000):
-            driver.pipe_batch(INPUT_TOPIC, rows[i : i + 1000])
-        latest = {}
-        for record in driver.read_output(OUTPUT_TOPIC):
-            latest[(record.key, record.window_start, record.window_end)] = record.value
-        print("category,window_start,window_end,count")
-        for (category, start, end), count in sorted(latest.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-            print(f"{category},{start},{end},{count}")
-        print(f"# {len(rows)} events, {len(latest)} windows, {driver.dropped_records} late records dropped", file=sys.stderr)
+    if Topic.exists(root, INPUT_TOPIC):
+        topic = Topic.open(root, INPUT_TOPIC)
+        first = sum(topic.end_offsets().values())
+    else:
+        topic = create_topic(root, INPUT_TOPIC, partitions=partitions, key_type=pa.string(), value_type=VALUE_TYPE, key_column="user_id")
+        first = 0
+    # The same events whatever the number of appends: generate once, then cut.
+    records = generate_events(events, seed=seed, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, first_index=first)
+    per_batch = -(-events // max(batches, 1))
+    for start in range(0, events, per_batch):
+        topic.append(records.slice(start, per_batch))
+    return events
 
 
-def main(argv: list[str] | None = None) -> None:
+def read_results(root: str, *, raw: bool = False) -> pa.Table:
+    """The output topic: every committed record (``raw``), or the latest revision per window."""
+    from sinks import Topic
+
+    table = Topic.open(root, OUTPUT_TOPIC).read()
+    records = pa.table(
+        {
+            "partition": table["partition"],
+            "offset": table["offset"],
+            "timestamp": table["timestamp"],
+            "category": table["key"],
+            "window_start": table["window_start"],
+            "window_end": table["window_end"],
+            "count": table["value"],
+        }
+    )
+    if raw:
+        return records
+    # Revisions of one window share a key, hence a partition: the last by offset is the latest.
+    records = records.append_column("_row", pa.array(range(records.num_rows)))
+    last = records.group_by(["category", "window_start"]).aggregate([("_row", "max")])
+    latest = records.take(last["_row_max"]).drop_columns(["_row"])
+    return latest.select(["category", "window_start", "window_end", "count"]).sort_by([("window_start", "ascending"), ("category", "ascending")])
+
+
+def config_from(args: argparse.Namespace) -> StreamsConfig:
+    settings = {
+        "application_id": args.application_id,
+        "root": args.root,
+        "processing_guarantee": args.guarantee,
+        "commit_interval_ms": args.commit_interval_ms,
+        "num_partitions": args.partitions,
+        "caching": args.caching == "on",
+        "max_records_per_batch": args.max_records_per_batch,
+    }
+    for item in args.set or ():
+        key, _, value = item.partition("=")
+        settings[key] = value
+    return StreamsConfig.load(settings, file=args.config)
+
+
+def _topology_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--window-ms", type=int, default=5000)
+    parser.add_argument("--grace-ms", type=int, default=10_000)
+    parser.add_argument("--min-duration-s", type=int, default=30)
+    parser.add_argument("--emit", choices=("revisions", "final"), default="revisions")
+    parser.add_argument("--functions", choices=("arrow", "python", "column"), default="arrow")
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobs.pageview", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
+
     describe = commands.add_parser("describe", help="print the topology description")
-    demo = commands.add_parser("demo", help="run on synthetic events through the TopologyTestDriver")
-    for sub in (describe, demo):
-        sub.add_argument("--window-ms", type=int, default=5000)
-        sub.add_argument("--grace-ms", type=int, default=10_000)
-        sub.add_argument("--emit", choices=("revisions", "final"), default="revisions")
-    demo.add_argument("--events", type=int, default=20_000)
-    demo.add_argument("--seed", type=int, default=0)
+    _topology_args(describe)
+
+    gen = commands.add_parser("generate", help="append synthetic pageview events")
+    gen.add_argument("--root", required=True)
+    gen.add_argument("--events", type=int, required=True)
+    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--source-partitions", type=int, default=2)
+    gen.add_argument("--late-fraction", type=float, default=0.05)
+    gen.add_argument("--max-lateness-ms", type=int, default=30_000)
+    gen.add_argument("--batches", type=int, default=1)
+
+    run = commands.add_parser("run", help="run the job on Spark")
+    run.add_argument("--root", required=True)
+    run.add_argument("--application-id", default=APPLICATION_ID)
+    run.add_argument("--guarantee", choices=("exactly_once", "at_least_once"), default="exactly_once")
+    run.add_argument("--commit-interval-ms", type=int, default=1000)
+    run.add_argument("--partitions", type=int, default=3, help="partitions of the repartition topic")
+    run.add_argument("--caching", choices=("on", "off"), default="on")
+    run.add_argument("--max-records-per-batch", type=int, default=1_000_000)
+    run.add_argument("--until-caught-up", action="store_true", help="stop once all input present at start is processed")
+    run.add_argument("--timeout-s", type=float, default=None)
+    run.add_argument("--config", default=None, help="a TOML file of settings")
+    run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any setting of conf/defaults.toml")
+    _topology_args(run)
+
+    results = commands.add_parser("results", help="print the windowed counts as CSV")
+    results.add_argument("--root", required=True)
+    results.add_argument("--raw", action="store_true", help="every committed output record, with partition and offset")
+
     args = parser.parse_args(argv)
     if args.command == "describe":
         print(build_topology(window_ms=args.window_ms, grace_ms=args.grace_ms, emit=args.emit).describe(), end="")
+    elif args.command == "generate":
+        n = generate(args.root, args.events, seed=args.seed, partitions=args.source_partitions, late_fraction=args.late_fraction, max_lateness_ms=args.max_lateness_ms, batches=args.batches)
+        print(f"appended {n:,} events to {INPUT_TOPIC} under {args.root}", file=sys.stderr)
+    elif args.command == "run":
+        from streams.app import StreamsApp
+
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+        logging.getLogger("py4j").setLevel(logging.WARNING)
+        topology = build_topology(window_ms=args.window_ms, grace_ms=args.grace_ms, min_duration_s=args.min_duration_s, emit=args.emit, functions=args.functions)
+        app = StreamsApp(topology, config_from(args))
+        app.run(until_caught_up=args.until_caught_up, timeout_s=args.timeout_s)
+        t = app.progress.totals
+        print(f"processed {t['records_in']:,} records in {t['batches']} batches; {t['dropped_late']:,} late dropped, {t['dead_letters']:,} to the DLQ", file=sys.stderr)
     else:
-        _demo(args)
+        table = read_results(args.root, raw=args.raw)
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(table.column_names)
+        for row in zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True):
+            writer.writerow(row)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -419,3 +419,37 @@ def create_topic_with_layout(root: str | Path, name: str, layout: TopicLayout, *
         raise TopicExistsError(f"topic '{name}' already exists at {uri}", topic=name)
     DeltaTable.create(uri, layout.table_schema(), partition_by=[PARTITION], name=name, description=layout.to_json())
     return Topic(name, uri, layout)
+
+
+def check_expected_types(topic: str, layout: TopicLayout, key_type: pa.DataType | None, value_type: pa.DataType | None) -> None:
+    """Fail, naming the column, if a topic's key or value differ from what a reader expects."""
+    if key_type is not None and layout.key_type != key_type:
+        raise SchemaMismatchError(
+            f"topic '{topic}': key column '{layout.key_column}' is {layout.key_type}, the topology expects {key_type}",
+            topic=topic,
+            column=layout.key_column,
+        )
+    if value_type is None or layout.value_type == value_type:
+        return
+    if pa.types.is_struct(value_type) and pa.types.is_struct(layout.value_type):
+        have = {f.name: f.type for f in layout.value_type}
+        for field in value_type:
+            if field.name not in have:
+                raise SchemaMismatchError(
+                    f"topic '{topic}' has no column '{field.name}' (it has {sorted(have)}); the topology expects it as {field.type}",
+                    topic=topic,
+                    column=field.name,
+                )
+            if have[field.name] != field.type:
+                raise SchemaMismatchError(
+                    f"topic '{topic}': column '{field.name}' is {have[field.name]}, the topology expects {field.type}",
+                    topic=topic,
+                    column=field.name,
+                )
+        return
+    column = layout.value_column or "value"
+    raise SchemaMismatchError(
+        f"topic '{topic}': value column '{column}' is {layout.value_type}, the topology expects {value_type}",
+        topic=topic,
+        column=column,
+    )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streams.errors import TopologyError
-from topology.functions import user_function
+from topology.functions import FunctionKind, user_function
 from topology.graph import GraphBuilder
 from topology.nodes import (
     FilterNode,
@@ -92,8 +92,8 @@ class KStream:
     def flat_map(self, mapper: Callable[[Any, Any], Any], *, name: str | None = None) -> KStream:
         """Zero or more records per record: ``mapper(key, value) -> iterable of (key, value)``."""
         fn = user_function(mapper, operator="flat_map")
-        if fn.is_column:
-            raise TopologyError("flat_map() takes a Python callable; Column expressions are not supported", node="flat_map")
+        if fn.kind is not FunctionKind.PYTHON:
+            raise TopologyError("flat_map() takes a Python callable; expressions are not supported", node="flat_map")
         return self._then(FlatMapNode(self._name(name, "KSTREAM-FLATMAP"), fn), changes_key=True, windowed=False)
 
     def select_key(self, mapper: Callable[[Any, Any], Any] | Any, *, name: str | None = None) -> KStream:
@@ -104,7 +104,7 @@ class KStream:
     def peek(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> KStream:
         """Call ``action(key, value)`` for every record (side effects only)."""
         fn = user_function(action, operator="peek")
-        if fn.is_column:
+        if fn.kind is not FunctionKind.PYTHON:
             raise TopologyError("peek() takes a Python callable", node="peek")
         return self._then(PeekNode(self._name(name, "KSTREAM-PEEK"), fn))
 

@@ -1,8 +1,15 @@
-"""User functions held by topology nodes: a Python callable or Spark Column expression(s).
+"""User functions held by topology nodes, in three kinds.
 
-Python callables take ``(key, value)`` (a value-only callable is accepted where Kafka has a
-``ValueMapper``). Column expressions are the fast path: the Spark compiler turns them into
-Catalyst; the engine-independent core runs Python callables only.
+- Python callables ``(key, value) -> ...`` (a value-only callable where Kafka has a
+  ``ValueMapper``): called once per record, anywhere.
+- pyarrow compute expressions over the record's columns (``pc.field("value", "duration_s") >= 30``):
+  vectorised over a whole batch by the engine-independent core, so they run on Spark executors and
+  in the TopologyTestDriver alike. The fast path.
+- Spark Column expressions (``F.col("value.duration_s") >= 30``): compiled to Catalyst; they need
+  the records inside the JVM, so the Spark runtime ships them there and back.
+
+Expressions see the columns ``key``, ``value`` and ``timestamp``. Where Kafka takes a KeyValue
+mapper (``map``), expressions come as a pair ``(key_expression, value_expression)``.
 """
 
 from __future__ import annotations
@@ -18,12 +25,19 @@ from streams.errors import TopologyError
 
 class FunctionKind(Enum):
     PYTHON = "python"
+    ARROW = "arrow"
     COLUMN = "column"
 
 
 def is_column(obj: Any) -> bool:
     """A Spark Column, recognised without importing pyspark (the DSL must not need Spark)."""
     return any(c.__name__ == "Column" and c.__module__.startswith("pyspark") for c in type(obj).__mro__)
+
+
+def is_arrow_expression(obj: Any) -> bool:
+    import pyarrow.compute as pc
+
+    return isinstance(obj, pc.Expression)
 
 
 def _positional_arity(fn: Callable[..., Any]) -> int | None:
@@ -49,8 +63,12 @@ class UserFunction:
     def is_column(self) -> bool:
         return self.kind is FunctionKind.COLUMN
 
+    @property
+    def is_arrow(self) -> bool:
+        return self.kind is FunctionKind.ARROW
+
     def describe(self) -> str:
-        if self.kind is FunctionKind.COLUMN:
+        if self.kind is not FunctionKind.PYTHON:
             return repr(self.fn)
         return getattr(self.fn, "__qualname__", repr(self.fn))
 
@@ -67,11 +85,18 @@ def user_function(
     value)."""
     if columns == 1 and is_column(obj):
         return UserFunction(obj, FunctionKind.COLUMN)
-    if columns == 2 and isinstance(obj, tuple) and len(obj) == 2 and all(is_column(c) for c in obj):
-        return UserFunction(obj, FunctionKind.COLUMN)
+    if columns == 1 and is_arrow_expression(obj):
+        return UserFunction(obj, FunctionKind.ARROW)
+    if columns == 2 and isinstance(obj, tuple) and len(obj) == 2:
+        if all(is_column(c) for c in obj):
+            return UserFunction(obj, FunctionKind.COLUMN)
+        if all(is_arrow_expression(c) for c in obj):
+            return UserFunction(obj, FunctionKind.ARROW)
     if not callable(obj):
         expected = "a callable (key, value) -> ..." + (
-            " or a pair of Spark Columns (key, value)" if columns == 2 else " or a Spark Column expression"
+            ", or a pair (key, value) of pyarrow expressions or of Spark Columns"
+            if columns == 2
+            else ", a pyarrow compute expression or a Spark Column expression"
         )
         raise TopologyError(f"{operator}() takes {expected}, got {obj!r}", node=operator)
     arity = _positional_arity(obj)

@@ -44,6 +44,10 @@ class SourceNode(Node):
     topics: tuple[str, ...]
     internal: bool = False
     """Reads a repartition topic (named without the application id)."""
+    key_type: Any = None
+    value_type: Any = None
+    """Expected Arrow types (Kafka's Consumed serdes): checked against the topic when the
+    application starts."""
 
 
 @dataclass(frozen=True)

@@ -93,3 +93,44 @@ def delete_file(table_uri: str, rel_path: str) -> None:
         fs.delete_file(f"{base}/{rel_path}")
     except FileNotFoundError:
         pass
+
+
+def rewrite_file(table_uri: str, data: DataFile, *, shift: int, schema: pa.Schema | None = None) -> DataFile:
+    """Rewrite a not yet committed file with its offsets moved by ``shift`` (and cast to
+    ``schema``, the table's schema without ``partition``); the old file is deleted."""
+    fs, base = filesystem_for(table_uri)
+    table = pq.read_table(f"{base}/{data.path}", filesystem=fs)
+    if shift:
+        index = table.schema.get_field_index(OFFSET)
+        table = table.set_column(index, OFFSET, pc.add(table.column(OFFSET), pa.scalar(shift, pa.int64())))
+    if schema is not None and table.schema != schema:
+        table = table.select(schema.names).cast(schema)
+    rewritten = write_partition_file(table_uri, data.partition, table)
+    delete_file(table_uri, data.path)
+    return rewritten
+
+
+def merge_files(table_uri: str, partition: int, sequences: list[DataFile], *, first_offset: int, schema: pa.Schema) -> DataFile:
+    """Merge several writers' not yet committed files of one partition into one file.
+
+    Each file is one writer's records in the order it produced them. The merge always takes the
+    writer whose next record has the smallest timestamp (ties: the earlier file), which is how
+    Kafka Streams picks among a task's input partitions (its PartitionGroup); computed as a stable
+    sort by each writer's running maximum timestamp, which yields the same order. Offsets are
+    reassigned densely from ``first_offset``; the input files are deleted.
+    """
+    import numpy as np
+
+    fs, base = filesystem_for(table_uri)
+    tables = [pq.read_table(f"{base}/{f.path}", filesystem=fs).select(schema.names).cast(schema) for f in sequences]
+    keys = [np.maximum.accumulate(t.column(TIMESTAMP).to_numpy()) for t in tables]
+    writers = [np.full(t.num_rows, i) for i, t in enumerate(tables)]
+    positions = [np.arange(t.num_rows) for t in tables]
+    order = np.lexsort((np.concatenate(positions), np.concatenate(writers), np.concatenate(keys)))
+    merged = pa.concat_tables(tables).take(pa.array(order))
+    offsets = pa.array(np.arange(first_offset, first_offset + merged.num_rows, dtype=np.int64))
+    merged = merged.set_column(merged.schema.get_field_index(OFFSET), OFFSET, offsets)
+    result = write_partition_file(table_uri, partition, merged)
+    for f in sequences:
+        delete_file(table_uri, f.path)
+    return result

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from pyarrow import acero
 
 from streams._internal.processing.flow import SEQ, TIMESTAMP, WINDOW_END, WINDOW_START, BadRecords, Flow, flow_schema, infer_array
 from streams.records import Windowed
@@ -39,7 +40,51 @@ def _call_each(node: str, fn: UserFunction, flow: Flow, bad: BadRecords) -> tupl
     return results, ok
 
 
+def _expression_input(flow: Flow) -> pa.Table:
+    return flow.table.drop_columns([SEQ])
+
+
+def _project(table: pa.Table, expressions: list) -> list[pa.ChunkedArray]:
+    names = [f"_{i}" for i in range(len(expressions))]
+    plan = acero.Declaration.from_sequence(
+        [
+            acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
+            acero.Declaration("project", acero.ProjectNodeOptions(expressions, names)),
+        ]
+    )
+    result = plan.to_table(use_threads=False)  # one thread keeps the records' order
+    return [result.column(name) for name in names]
+
+
+def _evaluate(node: str, fn: UserFunction, flow: Flow, bad: BadRecords) -> tuple[list[pa.ChunkedArray], Flow]:
+    """Evaluate pyarrow expression(s) over the whole flow at once. If the batch fails (a cast,
+    an overflow), find the records that fail one by one and reject just those."""
+    expressions = list(fn.fn) if isinstance(fn.fn, tuple) else [fn.fn]
+    try:
+        return _project(_expression_input(flow), expressions), flow
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as batch_error:
+        if len(flow) == 0:
+            raise
+        keep = np.ones(len(flow), dtype=bool)
+        table = _expression_input(flow)
+        seqs = flow.seqs
+        for i in range(len(flow)):
+            try:
+                _project(table.slice(i, 1), expressions)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+                keep[i] = False
+                bad.reject(seqs[i], node, f"{fn.describe()} failed: {e}", flow.keys()[i], flow.values()[i], error=e)
+        if keep.all():
+            raise batch_error
+        flow = flow.filter(keep)
+        return _project(_expression_input(flow), expressions), flow
+
+
 def run_filter(node: FilterNode, flow: Flow, bad: BadRecords) -> Flow:
+    if node.predicate.is_arrow:
+        (mask,), flow = _evaluate(node.name, node.predicate, flow, bad)
+        mask = mask.combine_chunks().fill_null(False)
+        return flow.filter(np.asarray(mask) != node.negate)
     results, ok = _call_each(node.name, node.predicate, flow, bad)
     keep = np.fromiter((bool(r) != node.negate for r in results), dtype=bool, count=len(results)) & ok
     return flow.filter(keep)
@@ -73,6 +118,9 @@ def _typed(node: str, values: list[Any], hint: pa.DataType | None, flow: Flow, b
 
 
 def run_map_values(node: MapValuesNode, flow: Flow, bad: BadRecords) -> Flow:
+    if node.mapper.is_arrow:
+        (values,), flow = _evaluate(node.name, node.mapper, flow, bad)
+        return flow.replace(values=values)
     results, ok = _call_each(node.name, node.mapper, flow, bad)
     values, fits = _typed(node.name, results, None, flow, bad, "value")
     ok &= fits
@@ -109,7 +157,17 @@ def _rebuild(node: str, flow: Flow, rows: np.ndarray, new_keys: list[Any], new_v
     return out if ok.all() else out.filter(ok)
 
 
+def _rekeyed(flow: Flow, keys: pa.ChunkedArray, values: pa.ChunkedArray | None = None) -> Flow:
+    """The flow with new keys (and values): window columns no longer apply."""
+    value_column = flow.table.column("value") if values is None else values
+    columns = [flow.table.column(SEQ), flow.table.column(TIMESTAMP), keys, value_column]
+    return Flow(pa.table(columns, schema=flow_schema(keys.type, value_column.type, False)), False)
+
+
 def run_select_key(node: SelectKeyNode, flow: Flow, bad: BadRecords) -> Flow:
+    if node.mapper.is_arrow:
+        (keys,), flow = _evaluate(node.name, node.mapper, flow, bad)
+        return _rekeyed(flow, keys)
     results, ok = _call_each(node.name, node.mapper, flow, bad)
     rows = np.flatnonzero(ok)
     return _rebuild(node.name, flow, rows, [results[i] for i in rows], None, bad)
@@ -125,6 +183,9 @@ def _pairs(node: str, fn: UserFunction, produced: Any, seq: int, bad: BadRecords
 
 
 def run_map(node: MapNode, flow: Flow, bad: BadRecords) -> Flow:
+    if node.mapper.is_arrow:
+        (keys, values), flow = _evaluate(node.name, node.mapper, flow, bad)
+        return _rekeyed(flow, keys, values)
     results, ok = _call_each(node.name, node.mapper, flow, bad)
     seqs, keys, values = flow.seqs, flow.keys(), flow.values()
     rows, new_keys, new_values = [], [], []

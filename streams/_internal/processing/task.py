@@ -122,6 +122,7 @@ class TaskProcessor:
         caching: bool = True,
         fail_on_bad_record: bool = False,
         late_records_topic: str | None = None,
+        entry: str | None = None,
     ) -> None:
         self.topology = topology
         self.subtopology = subtopology
@@ -132,7 +133,19 @@ class TaskProcessor:
         self.fail_on_bad_record = fail_on_bad_record
         self.late_records_topic = late_records_topic
         self._processors: dict[str, AggregateProcessor | SuppressProcessor] = {}
+        # With an entry node (the end of a prefix Spark already ran as Catalyst), the inputs are
+        # that node's output and the core runs only what follows it.
+        self.entry = entry
+        self._skipped: frozenset[str] = frozenset()
+        if entry is not None:
+            chain = subtopology.nodes[: subtopology.nodes.index(entry) + 1]
+            self._skipped = frozenset(chain)
+        self._source_topics = tuple(
+            t for n in subtopology.nodes if isinstance(topology.nodes[n], SourceNode) for t in topology.nodes[n].topics
+        )
         for name in subtopology.nodes:
+            if name in self._skipped:
+                continue
             node = topology.nodes[name]
             function = getattr(node, "predicate", None) or getattr(node, "mapper", None) or getattr(node, "action", None)
             if function is not None and function.is_column:
@@ -162,8 +175,13 @@ class TaskProcessor:
         nodes = self.topology.nodes
         for name in self.subtopology.nodes:
             node = nodes[name]
+            if name == self.entry:
+                flows[name] = self._source_flow(name, self._source_topics, inputs, seen, bad)
+                continue
+            if name in self._skipped:
+                continue
             if isinstance(node, SourceNode):
-                flows[name] = self._source_flow(node, inputs, seen, bad)
+                flows[name] = self._source_flow(name, node.topics, inputs, seen, bad)
                 continue
             flow = concat_flows([flows[p] for p in self.topology.parents[name]])
             if isinstance(node, AggregateNode):
@@ -191,10 +209,10 @@ class TaskProcessor:
         result.processed = seen.total
         return result
 
-    def _source_flow(self, node: SourceNode, inputs: Mapping[str, pa.Table], seen: _Inputs, bad: BadRecords) -> Flow:
+    def _source_flow(self, node: str, topics: tuple[str, ...], inputs: Mapping[str, pa.Table], seen: _Inputs, bad: BadRecords) -> Flow:
         parts = []
         windowed = False
-        for topic in node.topics:
+        for topic in topics:
             records = inputs.get(topic)
             if records is None or records.num_rows == 0:
                 continue
@@ -213,7 +231,7 @@ class TaskProcessor:
         if invalid.any():
             seqs, keys, values = flow.seqs, flow.keys(), flow.values()
             for i in np.flatnonzero(invalid):
-                bad.reject(seqs[i], node.name, "invalid timestamp: records need a non-negative epoch-ms timestamp", keys[i], values[i])
+                bad.reject(seqs[i], node, "invalid timestamp: records need a non-negative epoch-ms timestamp", keys[i], values[i])
             flow = flow.filter(~invalid)
         return flow
 

@@ -1,0 +1,144 @@
+"""One sub-topology's micro-batches: the function Spark calls through ``foreachBatch``.
+
+Per batch: describe the batch to the tasks (:class:`BatchSpec`), run one Spark task per topic
+partition that has input (each runs the processing core and writes files), then commit what they
+wrote. In ``descriptors`` mode the Spark tasks are an RDD job over (partition, files) pairs; in
+``records`` mode they are ``mapInArrow`` over the records, after the Catalyst steps.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from sinks._internal.delta_log import AddedFile
+from sinks.spark_source import slices_from_json
+from sinks.topics import Topic
+from state.task_stores import ChangelogPosition
+from streams._internal.runtime.batch import BatchSpec, TaskOutcome
+from streams._internal.runtime.task_runner import run_task
+from topology.compile import CompiledSubtopology
+
+log = logging.getLogger("deltastreams")
+
+
+def _descriptor_task(spec: BatchSpec, work: tuple[int, str]) -> str:
+    partition, files = work
+    source = Topic(spec.source.physical, spec.source.uri, spec.source.layout)
+    records = source.read_files(slices_from_json(files))
+    return run_task(spec, partition, records).to_json()
+
+
+def _records_task(spec: BatchSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    table = pa.Table.from_batches(list(batches))
+    if table.num_rows == 0:
+        return
+    partition = table.column("partition")[0].as_py()
+    outcome = run_task(spec, partition, table)
+    yield pa.RecordBatch.from_pydict({"outcome": [outcome.to_json()]})
+
+
+@dataclass
+class BatchMetrics:
+    subtopology: int
+    batch_id: int
+    tasks: int
+    records_in: int
+    records_out: int
+    dropped_late: int
+    dead_letters: int
+    restored_entries: int
+    process_seconds: float
+    commit_seconds: float
+    total_seconds: float
+
+    def line(self) -> str:
+        return (
+            f"sub-topology {self.subtopology} batch {self.batch_id}: {self.records_in:,} in, {self.records_out:,} out, "
+            f"{self.dropped_late:,} late dropped, {self.dead_letters:,} to DLQ, process {self.process_seconds * 1000:.0f} ms, "
+            f"commit {self.commit_seconds * 1000:.0f} ms"
+        )
+
+
+class SubtopologyRunner:
+    def __init__(self, runtime, compiled: CompiledSubtopology) -> None:
+        self.runtime = runtime
+        self.compiled = compiled
+        self.sub = compiled.subtopology
+        registry = runtime.registry
+        self.tasks = registry.tasks(self.sub)
+        self.recent_changelog: dict[str, dict[int, tuple[AddedFile, ...]]] = {s: {} for s in self.sub.stores}
+        self.history: list[BatchMetrics] = []
+
+    def spec(self, batch_id: int) -> BatchSpec:
+        registry, config = self.runtime.registry, self.runtime.config
+        positions = {}
+        for store in self.sub.stores:
+            topic = registry.changelog_topic(store)
+            ends = registry.next_offsets(topic)
+            positions[store] = {
+                p: ChangelogPosition(registry.uri(topic), registry.table_id(topic), p, ends[p], self.recent_changelog[store].get(p, ()))
+                for p in range(self.tasks)
+            }
+        return BatchSpec(
+            application_id=config.application_id,
+            state_dir=config.local_state_dir,
+            batch_id=batch_id,
+            attempt=uuid.uuid4().hex,
+            topology=self.runtime.topology,
+            subtopology=self.sub.id,
+            source=registry.source_target(self.compiled.source_topic),
+            entry=self.compiled.entry,
+            caching=config.caching,
+            fail_on_bad_record=config.on_bad_record.value == "fail",
+            late_records_topic=config.late_records_topic,
+            outputs={t: registry.target(t) for t in registry.written_by(self.sub)},
+            dead_letter_topic=config.dlq_topic,
+            changelogs={s: registry.changelog_topic(s) for s in self.sub.stores},
+            changelog_positions=positions,
+        )
+
+    def run_tasks(self, batch_df, spec: BatchSpec) -> list[TaskOutcome]:
+        if self.compiled.mode == "descriptors":
+            work = [(row.partition, row.files) for row in batch_df.collect() if row.files != "[]"]
+            if not work:
+                return []
+            rdd = self.runtime.spark.sparkContext.parallelize(work, len(work))
+            texts = rdd.map(functools.partial(_descriptor_task, spec)).collect()
+        else:
+            frame = self.compiled.apply(self.runtime.topology, batch_df)
+            texts = [row.outcome for row in frame.mapInArrow(functools.partial(_records_task, spec), "outcome string").collect()]
+        return [TaskOutcome.from_json(text) for text in texts]
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        started = time.perf_counter()
+        spec = self.spec(batch_id)
+        outcomes = self.run_tasks(batch_df, spec)
+        processed_at = time.perf_counter()
+        written = [f for outcome in outcomes for f in outcome.files]
+        published = self.runtime.committer.commit(self.sub.id, batch_id, written)
+        for store in self.sub.stores:
+            topic = self.runtime.registry.changelog_topic(store)
+            for f in published.files.get(topic, ()):
+                self.recent_changelog[store][f.partition] = (AddedFile(f.path, f.partition, f.num_records, f.min_offset, f.max_offset),)
+        metrics = BatchMetrics(
+            subtopology=self.sub.id,
+            batch_id=batch_id,
+            tasks=len(outcomes),
+            records_in=sum(o.processed for o in outcomes),
+            records_out=sum(o.emitted for o in outcomes),
+            dropped_late=sum(o.dropped_records for o in outcomes),
+            dead_letters=sum(o.dead_letters for o in outcomes),
+            restored_entries=sum(o.restored_entries for o in outcomes),
+            process_seconds=processed_at - started,
+            commit_seconds=published.seconds,
+            total_seconds=time.perf_counter() - started,
+        )
+        self.history.append(metrics)
+        self.runtime.progress.batch_done(metrics)

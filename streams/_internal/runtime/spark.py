@@ -1,0 +1,44 @@
+"""The SparkSession an application runs on: local by default, whatever spark-submit set up on a
+cluster."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from conf import StreamsConfig
+
+_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    # Every sub-topology query is small per batch; Spark's default of 200 shuffle partitions
+    # makes streaming aggregations many times slower (project notes).
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "200000",
+    "spark.python.worker.reuse": "true",
+    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+    "spark.driver.memory": "4g",
+}
+
+
+def spark_session(config: StreamsConfig):
+    """Get or create the session. Under spark-submit the master comes from there; embedded, from
+    ``config.master``. Python workers use this interpreter, so they import the project too."""
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    from sinks.spark_source import DeltaTopicSource
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(f"deltastreams-{config.application_id}")
+    submitted = SparkConf()
+    if not submitted.contains("spark.master"):
+        builder = builder.master(config.master)
+    for key, value in {**_DEFAULTS, **dict(config.spark_conf)}.items():
+        if not submitted.contains(key):
+            builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    spark.dataSource.register(DeltaTopicSource)
+    return spark

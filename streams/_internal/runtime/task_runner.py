@@ -1,0 +1,95 @@
+"""One task of one micro-batch, on an executor: stores in, files out.
+
+The task opens its stores (caught up with their committed changelogs), runs the processing core on
+its records, and writes every output as Parquet files *next to* the topics' tables, not into them:
+nothing is visible until the driver's commit adds the files. Offsets are assigned from where each
+partition ends; a task is the only writer of its changelog partition, so those offsets are final,
+while a partition of a repartition or sink topic may get files from several tasks, whose offsets
+the driver shifts into one dense sequence (:mod:`streams._internal.runtime.offsets`). Pending
+store writes are thrown away at the end: stores advance only from committed changelogs.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+
+from sinks.topics import Topic, TopicLayout
+from state.task_stores import TaskStores, changelog_records
+from streams._internal.processing.task import TaskProcessor
+from streams._internal.runtime.batch import BatchSpec, TaskOutcome, TopicTarget, WrittenFile, schema_to_text
+
+
+def _layout_for(target: TopicTarget, records: pa.Table) -> TopicLayout:
+    if target.layout is not None:
+        return target.layout
+    return TopicLayout.of(
+        partitions=target.partitions,
+        key_type=records.schema.field("key").type,
+        value_type=records.schema.field("value").type,
+        key_column=target.key_column,
+        value_column=target.value_column,
+        windowed="window_start" in records.column_names,
+    )
+
+
+def write_records(target: TopicTarget, records: pa.Table, writer: int) -> list[WrittenFile]:
+    """Write ``records`` (record form with ``partition``, no offsets) as one file per partition."""
+    if records.num_rows == 0:
+        return []
+    layout = _layout_for(target, records)
+    topic = Topic(target.physical, target.uri, layout)
+    next_offsets = dict(enumerate(target.next_offsets)) if target.next_offsets else {}
+    files = topic.prepare_files(records, next_offsets)
+    new = target.layout is None
+    schema = schema_to_text(layout.table_schema()) if new else None
+    layout_text = layout.to_json() if new else None
+    return [WrittenFile(target.logical, writer, f, schema, layout_text) for f in files]
+
+
+def run_task(spec: BatchSpec, partition: int, records: pa.Table) -> TaskOutcome:
+    started = time.perf_counter()
+    topology = spec.topology
+    sub = topology.subtopologies[spec.subtopology]
+    outcome = TaskOutcome(partition)
+    stores = TaskStores(
+        spec.state_dir,
+        spec.application_id,
+        f"{sub.id}_{partition}",
+        {store: spec.changelog_positions[store][partition] for store in sub.stores},
+    )
+    try:
+        opened = stores.open()
+        outcome.restored_entries = sum(r.entries for r in stores.restores)
+        outcome.restore_seconds = sum(r.seconds for r in stores.restores)
+        processor = TaskProcessor(
+            topology,
+            sub,
+            partition,
+            opened,
+            topic_partitions={name: target.partitions for name, target in spec.outputs.items()},
+            caching=spec.caching,
+            fail_on_bad_record=spec.fail_on_bad_record,
+            late_records_topic=spec.late_records_topic,
+            entry=spec.entry,
+        )
+        source = next(t for t in sub.source_topics)
+        result = processor.process({source: records})
+        outcome.processed = result.processed
+        outcome.dropped_records = result.dropped_records
+        for topic, table in result.outputs.items():
+            outcome.emitted += table.num_rows
+            outcome.files += write_records(spec.outputs[topic], table, partition)
+        if result.dead_letters.num_rows:
+            outcome.dead_letters = result.dead_letters.num_rows
+            outcome.files += write_records(spec.outputs[spec.dead_letter_topic], result.dead_letters, partition)
+        stamp = int(pa.compute.max(records.column("timestamp")).as_py() or 0) if records.num_rows else 0
+        for store, entries in result.changelogs.items():
+            if entries:
+                target = spec.outputs[spec.changelogs[store]]
+                outcome.files += write_records(target, changelog_records(entries, partition, stamp), partition)
+    finally:
+        stores.close()
+    outcome.process_seconds = time.perf_counter() - started
+    return outcome

@@ -1,0 +1,207 @@
+"""StreamsApp: run a topology on Spark, one Structured Streaming query per sub-topology.
+
+>>> app = StreamsApp(topology, StreamsConfig.load({"application_id": "pageviews", "root": "/data"}))
+>>> app.run(until_caught_up=True)     # or app.start(); ...; app.stop()
+
+Each query reads its source topic by Delta versions (offsets in its checkpoint under
+``<root>/checkpoints/<application_id>/subtopology-<n>``), runs one task per source partition, and
+commits each micro-batch (every ``commit_interval_ms``). Queries whose source is a repartition
+topic start once the upstream query has created that topic. ``until_caught_up`` stops every query
+once it has consumed all input present at start (for downstream queries: all their upstream
+wrote).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from pathlib import Path
+
+from conf import StreamsConfig
+from sinks.topics import Topic, check_expected_types
+from streams._internal.runtime.commit import AtLeastOnceCommitter
+from streams._internal.runtime.progress import Progress, query_listener
+from streams._internal.runtime.runner import SubtopologyRunner
+from streams._internal.runtime.spark import spark_session
+from streams._internal.runtime.topics import TopicRegistry
+from streams.errors import DeltaStreamsError, TopicNotFoundError
+from topology.compile import compile_subtopology
+from topology.graph import SubTopology, Topology
+from topology.nodes import SourceNode
+
+log = logging.getLogger("deltastreams")
+_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.*)$")
+
+
+def root_cause(error: BaseException) -> str:
+    """The last 'SomethingError: message' line of an error that crossed Spark (Py4J, Python
+    workers), so users see our message rather than a JVM stack trace."""
+    text = str(error)
+    found = [m for m in (_ERROR_LINE.match(line.strip()) for line in text.splitlines()) if m]
+    ours = [m for m in found if m.group(1) not in ("Py4JJavaError", "PythonException", "StreamingQueryException", "SparkException")]
+    if ours:
+        return f"{ours[-1].group(1)}: {ours[-1].group(2)}"
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+class StreamsApp:
+    def __init__(self, topology: Topology, config: StreamsConfig, *, spark=None) -> None:
+        self.topology = topology
+        self.config = config
+        self.spark = spark
+        self.registry = TopicRegistry(config, topology)
+        self.progress = Progress()
+        self.committer = None
+        self.runners: dict[int, SubtopologyRunner] = {}
+        self.queries: dict[int, object] = {}
+        self._listener = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def checkpoint(self, sub: SubTopology) -> str:
+        return str(Path(self.config.root) / "checkpoints" / self.config.application_id / f"subtopology-{sub.id}")
+
+    def start(self) -> None:
+        self._check_sources()
+        compiled = {sub.id: compile_subtopology(self.topology, sub) for sub in self.topology.subtopologies}
+        if self.spark is None:
+            self.spark = spark_session(self.config)
+        self.registry.register_outputs()
+        self.committer = self._committer()
+        self.committer.recover()
+        self._listener = query_listener()
+        self.spark.streams.addListener(self._listener)
+        self.runners = {sid: SubtopologyRunner(self, c) for sid, c in compiled.items()}
+        self._start_ready_queries()
+
+    def _committer(self):
+        return AtLeastOnceCommitter(self.registry)
+
+    def _check_sources(self) -> None:
+        for node in self.topology.nodes.values():
+            if not isinstance(node, SourceNode) or node.internal:
+                continue
+            for topic in node.topics:
+                physical = self.registry.physical(topic)
+                if not Topic.exists(self.config.root, physical):
+                    raise TopicNotFoundError(
+                        f"source topic '{topic}' does not exist under {self.config.root}/topics; create it (or generate data) first",
+                        topic=topic,
+                    )
+                check_expected_types(topic, Topic.open(self.config.root, physical).layout, node.key_type, node.value_type)
+
+    def _start_ready_queries(self) -> None:
+        for sub in self.topology.subtopologies:
+            if sub.id in self.queries:
+                continue
+            runner = self.runners[sub.id]
+            if not self.registry.exists(runner.compiled.source_topic):
+                continue
+            source = self.registry.source_target(runner.compiled.source_topic)
+            frame = (
+                self.spark.readStream.format("deltastreams")
+                .option("uri", source.uri)
+                .option("partitions", source.partitions)
+                .option("max_records", self.config.max_records_per_batch)
+                .option("mode", runner.compiled.mode)
+                .load()
+            )
+            self.queries[sub.id] = (
+                frame.writeStream.foreachBatch(runner)
+                .trigger(processingTime=f"{self.config.commit_interval_ms} milliseconds")
+                .option("checkpointLocation", self.checkpoint(sub))
+                .queryName(f"{self.config.application_id}-subtopology-{sub.id}")
+                .start()
+            )
+            log.info("sub-topology %d started (%s mode, %d tasks)", sub.id, runner.compiled.mode, runner.tasks)
+
+    def stop(self, *, graceful_timeout_s: float = 30.0) -> None:
+        """Stop every query, each between two micro-batches if it gets there within the timeout,
+        so a clean stop never leaves a batch half done (which at-least-once would replay)."""
+        if self._listener is not None and self.spark is not None:
+            self.spark.streams.removeListener(self._listener)
+            self._listener = None
+        deadline = time.monotonic() + graceful_timeout_s
+        for query in self.queries.values():
+            while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+                time.sleep(0.02)
+            try:
+                query.stop()
+            except Exception:  # noqa: BLE001 - stopping is best effort; the checkpoint is consistent
+                log.debug("stopping a query failed", exc_info=True)
+        self.queries.clear()
+        self.progress.finish()
+
+    def __enter__(self) -> StreamsApp:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- running ------------------------------------------------------------------------------
+
+    def consumed_version(self, sub_id: int) -> int:
+        """Source version the sub-topology's query has committed up to (-1: none)."""
+        query = self.queries.get(sub_id)
+        if query is None or query.lastProgress is None:
+            return -1
+        for progress in reversed(query.recentProgress):
+            sources = progress["sources"] if isinstance(progress, dict) else progress.sources
+            if not sources:
+                continue
+            end = sources[0]["endOffset"] if isinstance(sources[0], dict) else sources[0].endOffset
+            if end:
+                return int((json.loads(end) if isinstance(end, str) else end)["version"])
+        return -1
+
+    def _raise_failures(self) -> None:
+        for sub_id, query in self.queries.items():
+            error = query.exception()
+            if error is not None:
+                self.stop()
+                raise DeltaStreamsError(f"sub-topology {sub_id} failed: {root_cause(error)}") from None
+
+    def run(self, *, until_caught_up: bool = False, timeout_s: float | None = None) -> None:
+        """Start (if needed) and run until stopped, failed, caught up (if asked) or timed out."""
+        if not self.runners:
+            self.start()
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        targets: dict[int, int | None] = {}
+        for sub in self.topology.subtopologies:
+            topic = self.runners[sub.id].compiled.source_topic
+            targets[sub.id] = None if topic in self.topology.internal_topics else Topic.open(self.config.root, self.registry.physical(topic)).version()
+        done: set[int] = set()
+        try:
+            while True:
+                self._raise_failures()
+                self._start_ready_queries()
+                if until_caught_up:
+                    self._advance_targets(targets, done)
+                    if len(done) == len(targets):
+                        return
+                if deadline is not None and time.monotonic() > deadline:
+                    if until_caught_up:
+                        raise DeltaStreamsError(f"not caught up after {timeout_s} s (done: sub-topologies {sorted(done)})")
+                    return
+                time.sleep(0.1)
+        finally:
+            self.stop()
+
+    def _advance_targets(self, targets: dict[int, int | None], done: set[int]) -> None:
+        for sub in self.topology.subtopologies:
+            if sub.id in done:
+                continue
+            topic = self.runners[sub.id].compiled.source_topic
+            if targets[sub.id] is None:
+                upstream = [s.id for s in self.topology.subtopologies if topic in s.sink_topics]
+                if not all(u in done for u in upstream):
+                    continue
+                if not self.registry.exists(topic):
+                    done.add(sub.id)  # the upstream never wrote anything
+                    continue
+                targets[sub.id] = Topic.open(self.config.root, self.registry.physical(topic)).version()
+            if self.consumed_version(sub.id) >= targets[sub.id]:
+                done.add(sub.id)

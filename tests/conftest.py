@@ -1,0 +1,15 @@
+"""Shared fixtures: one local SparkSession for the whole test session."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from conf import StreamsConfig
+    from streams._internal.runtime.spark import spark_session
+
+    session = spark_session(StreamsConfig.load({"application_id": "tests", "spark_conf": {"spark.sql.shuffle.partitions": "2"}}))
+    yield session
+    session.stop()
