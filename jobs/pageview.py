@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import logging
+import os
 import sys
 
 import pyarrow as pa
@@ -26,6 +27,7 @@ import pyarrow.compute as pc
 from conf import StreamsConfig
 from jobs.pageview_data import VALUE_TYPE, generate_events
 from streams import StreamsBuilder, Suppressed, TimeWindows, Topology
+from streams.errors import DeltaStreamsError
 
 INPUT_TOPIC = "pageview-events"
 OUTPUT_TOPIC = "pageview-windowed-counts"
@@ -173,6 +175,17 @@ def main(argv: list[str] | None = None) -> int:
     results.add_argument("--raw", action="store_true", help="every committed output record, with partition and offset")
 
     args = parser.parse_args(argv)
+    try:
+        return _command(args)
+    except DeltaStreamsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # the reader (e.g. `| head`) went away: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _command(args: argparse.Namespace) -> int:
     if args.command == "describe":
         print(build_topology(window_ms=args.window_ms, grace_ms=args.grace_ms, emit=args.emit).describe(), end="")
     elif args.command == "generate":

@@ -120,11 +120,10 @@ class StreamsApp:
     def stop(self, *, graceful_timeout_s: float = 30.0) -> None:
         """Stop every query, each between two micro-batches if it gets there within the timeout,
         so a clean stop never leaves a batch half done (which at-least-once would replay)."""
-        if self._listener is not None and self.spark is not None:
-            self.spark.streams.removeListener(self._listener)
-            self._listener = None
         deadline = time.monotonic() + graceful_timeout_s
+        ids = []
         for query in self.queries.values():
+            ids.append(str(query.id))
             while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
                 time.sleep(0.02)
             try:
@@ -132,6 +131,14 @@ class StreamsApp:
             except Exception:  # noqa: BLE001 - stopping is best effort; the checkpoint is consistent
                 log.debug("stopping a query failed", exc_info=True)
         self.queries.clear()
+        if self._listener is not None and self.spark is not None:
+            # Spark delivers listener events asynchronously: remove the listener only once it has
+            # seen every query end, or a late event would call back into a closed Python side.
+            wait_until = time.monotonic() + 5
+            while not set(ids) <= self._listener.terminated and time.monotonic() < wait_until:
+                time.sleep(0.05)
+            self.spark.streams.removeListener(self._listener)
+            self._listener = None
         self.progress.finish()
 
     def __enter__(self) -> StreamsApp:

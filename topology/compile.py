@@ -8,13 +8,17 @@ step that is not a Column expression (the *entry*). Every other sub-topology rea
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from streams.errors import TopologyError
+from topology.functions import FunctionKind, UserFunction
 from topology.graph import SubTopology, Topology
 from topology.nodes import FilterNode, MapNode, MapValuesNode, SelectKeyNode, SourceNode
 
 _CATALYST_STEPS = (FilterNode, MapValuesNode, SelectKeyNode, MapNode)
+REJECTED = "_rejected"
+"""Column of records a Catalyst step found bad: the reason, or null."""
 
 
 def _function(node):
@@ -40,19 +44,37 @@ class CompiledSubtopology:
         """The Catalyst steps over a DataFrame of records (partition, offset, timestamp, key, value)."""
         from pyspark.sql import functions as F
 
+        frame = frame.withColumn(REJECTED, F.lit(None).cast("string"))
         for name in self.catalyst_steps:
             node = topology.nodes[name]
             fn = _function(node).fn
             if isinstance(node, FilterNode):
-                frame = frame.filter(~fn if node.negate else fn)
+                # A null predicate (a missing field) marks the record bad instead of dropping it;
+                # the processing core routes marked records to the dead-letter topic.
+                reason = F.when(fn.isNull() & F.col(REJECTED).isNull(), F.lit(f"{name}: predicate is null for this record (a missing field?)"))
+                frame = frame.withColumn(REJECTED, F.coalesce(F.col(REJECTED), reason))
+                frame = frame.filter(F.col(REJECTED).isNotNull() | ((~fn) if node.negate else fn))
             elif isinstance(node, MapValuesNode):
                 frame = frame.withColumn("value", fn)
             elif isinstance(node, SelectKeyNode):
                 frame = frame.withColumn("key", fn)
             else:
                 key, value = fn
-                frame = frame.select("partition", "offset", "timestamp", key.alias("key"), value.alias("value"))
-        return frame.select("partition", "offset", "timestamp", F.col("key"), F.col("value"))
+                frame = frame.select("partition", "offset", "timestamp", key.alias("key"), value.alias("value"), REJECTED)
+        return frame.select("partition", "offset", "timestamp", "key", "value", REJECTED)
+
+
+def for_executors(topology: Topology) -> Topology:
+    """The topology shipped to executors: Spark Column functions (driver-side JVM handles, which
+    cannot be pickled and which executors never run) replaced by placeholders."""
+    nodes = {}
+    for name, node in topology.nodes.items():
+        function = _function(node)
+        if function is not None and function.is_column:
+            field = next(f for f in ("predicate", "mapper", "action") if getattr(node, f, None) is function)
+            node = dataclasses.replace(node, **{field: UserFunction(None, FunctionKind.COLUMN)})
+        nodes[name] = node
+    return Topology(nodes, dict(topology.parents))
 
 
 def compile_subtopology(topology: Topology, sub: SubTopology) -> CompiledSubtopology:

@@ -87,3 +87,49 @@ def test_deleted_local_state_is_rebuilt_from_the_changelog(spark, tmp_path):
     assert sum(m.restored_entries for r in second.runners.values() for m in r.history) > 0
     expected = final_counts(source_events(str(tmp_path)), window_ms=WINDOW_MS, grace_ms=GRACE_MS)
     assert_df_equality(as_spark(spark, results_frame(tmp_path)), as_spark(spark, expected), ignore_row_order=True)
+
+
+def _bad_input(root):
+    import pyarrow as pa
+
+    from jobs.pageview_data import VALUE_TYPE
+    from sinks import create_topic
+
+    topic = create_topic(root, "pageview-events", partitions=2, key_type=pa.string(), value_type=VALUE_TYPE, key_column="user_id")
+    views = [
+        ("u1", "news", 40, 1_000),
+        ("u2", None, 50, 1_100),  # null category: null key after the map
+        ("u3", "news", None, 1_200),  # null duration: the filter cannot decide
+        ("u4", "news", 35, 1_300),
+        ("u5", "sport", 90, 1_400),
+    ]
+    value = pa.array([{"user_id": u, "page_id": "p", "category": c, "duration_s": d} for u, c, d, _ in views], VALUE_TYPE)
+    topic.append(pa.table({"key": [v[0] for v in views], "value": value, "timestamp": pa.array([v[3] for v in views], pa.int64())}))
+
+
+@pytest.mark.parametrize("functions", ["arrow", "column"])
+def test_bad_records_go_to_the_dead_letter_topic_and_the_rest_is_counted(spark, tmp_path, functions):
+    from sinks import Topic
+
+    _bad_input(tmp_path)
+    run_pageview(spark, tmp_path, functions=functions)
+    dead = Topic.open(tmp_path, "pageview-dlq").read()
+    reasons = sorted((v["source_offset"], v["source_topic"], v["reason"]) for v in dead.column("value").to_pylist())
+    assert [r[1] for r in reasons] == ["pageview-events", "pageview-events"]
+    assert any("null key" in r[2] for r in reasons) and any("predicate is null" in r[2] or "is null for this record" in r[2] for r in reasons)
+    counts = {(r["category"], r["count"]) for r in read_results(str(tmp_path)).to_pylist()}
+    assert counts == {("news", 2), ("sport", 1)}
+
+
+def test_a_source_topic_with_an_unexpected_schema_stops_the_job_at_start(tmp_path):
+    import pyarrow as pa
+
+    from sinks import create_topic
+    from streams.errors import SchemaMismatchError
+
+    wrong = pa.struct([("user_id", pa.string()), ("page_id", pa.string()), ("category", pa.string()), ("duration_s", pa.string())])
+    create_topic(tmp_path, "pageview-events", partitions=2, key_type=pa.string(), value_type=wrong, key_column="user_id")
+    config = StreamsConfig.load({"application_id": "pageview", "root": str(tmp_path)})
+    with pytest.raises(SchemaMismatchError, match="column 'duration_s' is string, the topology expects int32") as info:
+        StreamsApp(build_topology(), config).start()
+    assert info.value.topic == "pageview-events" and info.value.column == "duration_s"

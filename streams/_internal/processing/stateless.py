@@ -83,8 +83,14 @@ def _evaluate(node: str, fn: UserFunction, flow: Flow, bad: BadRecords) -> tuple
 def run_filter(node: FilterNode, flow: Flow, bad: BadRecords) -> Flow:
     if node.predicate.is_arrow:
         (mask,), flow = _evaluate(node.name, node.predicate, flow, bad)
-        mask = mask.combine_chunks().fill_null(False)
-        return flow.filter(np.asarray(mask) != node.negate)
+        mask = mask.combine_chunks()
+        unknown = np.asarray(mask.is_null())
+        if unknown.any():  # a null predicate (a missing field) is a bad record, not a "no"
+            seqs = flow.seqs
+            for i in np.flatnonzero(unknown):
+                bad.reject(seqs[i], node.name, f"{node.predicate.describe()} is null for this record (a missing field?)", flow.keys()[i], flow.values()[i])
+        keep = (np.asarray(mask.fill_null(node.negate)) != node.negate) & ~unknown
+        return flow.filter(keep)
     results, ok = _call_each(node.name, node.predicate, flow, bad)
     keep = np.fromiter((bool(r) != node.negate for r in results), dtype=bool, count=len(results)) & ok
     return flow.filter(keep)

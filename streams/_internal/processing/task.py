@@ -32,6 +32,8 @@ from streams._internal.processing.flow import (
 from streams._internal.processing.stateless import STATELESS
 from streams._internal.processing.suppress import SuppressProcessor
 from streams.errors import TopologyError
+
+REJECTED = "_rejected"
 from topology.graph import SubTopology, Topology
 from topology.nodes import AggregateNode, SinkNode, SourceNode, SuppressNode, ToStreamNode
 
@@ -226,6 +228,7 @@ class TaskProcessor:
             columns[VALUE] = records.column(VALUE)
             parts.append(Flow(pa.table(columns), windowed))
         flow = concat_flows(parts) if parts else Flow.empty()
+        flow = self._reject_marked(node, topics, inputs, flow, bad)
         stamps = flow.table.column(TIMESTAMP)
         invalid = np.asarray(stamps.is_null()) | (stamps.fill_null(-1).to_numpy(zero_copy_only=False) < 0)
         if invalid.any():
@@ -234,6 +237,20 @@ class TaskProcessor:
                 bad.reject(seqs[i], node, "invalid timestamp: records need a non-negative epoch-ms timestamp", keys[i], values[i])
             flow = flow.filter(~invalid)
         return flow
+
+    def _reject_marked(self, node: str, topics, inputs: Mapping[str, pa.Table], flow: Flow, bad: BadRecords) -> Flow:
+        """Records a step before the core (Catalyst) marked bad, in column ``_rejected``."""
+        marks = [inputs[t].column(REJECTED) for t in topics if t in inputs and REJECTED in inputs[t].column_names]
+        if not marks or not len(flow):
+            return flow
+        reasons = pa.chunked_array([c for m in marks for c in m.chunks], pa.string()).combine_chunks()
+        marked = np.asarray(reasons.is_valid())
+        if not marked.any():
+            return flow
+        seqs, keys, values, texts = flow.seqs, flow.keys(), flow.values(), reasons.to_pylist()
+        for i in np.flatnonzero(marked):
+            bad.reject(seqs[i], node, texts[i], keys[i], values[i])
+        return flow.filter(~marked)
 
     def _output(self, topic: str, flow: Flow, bad: BadRecords) -> pa.Table:
         n = self.topic_partitions[topic]

@@ -44,6 +44,8 @@ def query_listener():
     from pyspark.sql.streaming import StreamingQueryListener
 
     class DeltaStreamsListener(StreamingQueryListener):
+        terminated: set[str] = set()
+
         def onQueryStarted(self, event) -> None:
             log.info("query %s started", event.name)
 
@@ -58,6 +60,7 @@ def query_listener():
             pass
 
         def onQueryTerminated(self, event) -> None:
+            self.terminated.add(str(event.id))
             if event.exception:
                 log.error("query %s failed: %s", event.id, event.exception.splitlines()[0])
 

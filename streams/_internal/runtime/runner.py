@@ -23,7 +23,7 @@ from sinks.topics import Topic
 from state.task_stores import ChangelogPosition
 from streams._internal.runtime.batch import BatchSpec, TaskOutcome
 from streams._internal.runtime.task_runner import run_task
-from topology.compile import CompiledSubtopology
+from topology.compile import CompiledSubtopology, for_executors
 
 log = logging.getLogger("deltastreams")
 
@@ -75,6 +75,7 @@ class SubtopologyRunner:
         self.tasks = registry.tasks(self.sub)
         self.recent_changelog: dict[str, dict[int, tuple[AddedFile, ...]]] = {s: {} for s in self.sub.stores}
         self.history: list[BatchMetrics] = []
+        self.task_topology = for_executors(runtime.topology)
 
     def spec(self, batch_id: int) -> BatchSpec:
         registry, config = self.runtime.registry, self.runtime.config
@@ -91,7 +92,7 @@ class SubtopologyRunner:
             state_dir=config.local_state_dir,
             batch_id=batch_id,
             attempt=uuid.uuid4().hex,
-            topology=self.runtime.topology,
+            topology=self.task_topology,
             subtopology=self.sub.id,
             source=registry.source_target(self.compiled.source_topic),
             entry=self.compiled.entry,
