@@ -4,16 +4,16 @@ Offsets are Delta table versions (``{"version": v}``: everything committed up to
 kept in Spark's checkpoint, so a replayed micro-batch covers exactly the same versions and thus the
 same records. Each micro-batch has one input partition per topic partition (one per task).
 
-Two shapes of rows (option ``mode``):
-- ``descriptors`` (default): one row per task naming the Parquet files the batch holds for it. The
-  task reads them itself with pyarrow, so records never pass through the JVM; that is several
-  times faster than shipping rows to Spark and back to Python (see the project notes).
-- ``records``: the records themselves (record form), for sub-topologies that start with Spark
-  Column expressions compiled to Catalyst.
+The stream's rows are *descriptors*: one row per task naming the Parquet files the batch holds for
+it (and the batch's version range). The task reads them itself with pyarrow, so records never pass
+through the JVM; that is several times faster than shipping rows to Spark and back to Python.
+Sub-topologies that start with Spark Column expressions need the records inside Spark: they read
+them with a *batch* read of the same source (``spark.read.format("deltastreams")`` with option
+``slices``), one Spark partition per task, in offset order.
 
-Options: ``uri`` (topic table), ``partitions``, ``max_records`` (upper bound of records per
-micro-batch, whole commits at a time, at least one), ``start_version`` (the version already
-consumed, default -1), ``mode``.
+Streaming options: ``uri`` (topic table), ``partitions``, ``max_records`` (upper bound of records
+per micro-batch, whole commits at a time, at least one), ``start_version`` (the version already
+consumed, default -1). Batch options: ``uri``, ``slices`` (JSON list of [partition, files]).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
 DESCRIPTOR_SCHEMA = "partition INT, start_version LONG, end_version LONG, files STRING"
@@ -52,7 +52,7 @@ class DeltaTopicSource(DataSource):
         return "deltastreams"
 
     def schema(self):
-        if self.options.get("mode", "descriptors") == "descriptors":
+        if "slices" not in self.options:
             return DESCRIPTOR_SCHEMA
         from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -66,6 +66,33 @@ class DeltaTopicSource(DataSource):
     def streamReader(self, schema):
         return TopicStreamReader(self.options)
 
+    def reader(self, schema):
+        return TopicRecordsReader(self.options)
+
+
+class TopicRecordsReader(DataSourceReader):
+    """Records of given files, one Spark partition per topic partition, in offset order."""
+
+    def __init__(self, options: dict) -> None:
+        self.uri = options["uri"]
+        self.slices = json.loads(options["slices"])
+
+    def partitions(self):
+        return [TopicSlice(partition, -1, -1, files) for partition, files in self.slices]
+
+    def read(self, partition: TopicSlice):
+        from deltalake import DeltaTable
+
+        from sinks._internal.delta_log import AddedFile
+        from sinks.topics import Topic, TopicLayout
+
+        if not partition.files:
+            return
+        table = DeltaTable(self.uri)
+        layout = TopicLayout.from_table(table.metadata().description, pa.schema(table.schema()))
+        topic = Topic(self.uri.rstrip("/").rsplit("/", 1)[-1], self.uri, layout)
+        yield from topic.read_files([AddedFile(*f) for f in partition.files]).to_batches()
+
 
 class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: dict) -> None:
@@ -73,7 +100,6 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.partitions_count = int(options["partitions"])
         self.max_records = int(options.get("max_records", 1_000_000))
         self.start_version = int(options.get("start_version", -1))
-        self.mode = options.get("mode", "descriptors")
         self._records_per_version: dict[int, int] = {}
         self._available_now: int | None = None
         self._table = None
@@ -134,21 +160,7 @@ class TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [TopicSlice(p, first, last, files) for p, files in sorted(by_partition.items())]
 
     def read(self, partition: TopicSlice):
-        if self.mode == "descriptors":
-            yield (partition.partition, partition.start_version, partition.end_version, files_json(partition.files))
-            return
-        from deltalake import DeltaTable
-
-        from sinks._internal.delta_log import AddedFile
-        from sinks.topics import Topic, TopicLayout
-
-        if not partition.files:
-            return
-        table = DeltaTable(self.uri)
-        layout = TopicLayout.from_table(table.metadata().description, pa.schema(table.schema()))
-        topic = Topic(self.uri.rstrip("/").rsplit("/", 1)[-1], self.uri, layout)
-        records = topic.read_files([AddedFile(*f) for f in partition.files])
-        yield from records.to_batches()
+        yield (partition.partition, partition.start_version, partition.end_version, files_json(partition.files))
 
     def commit(self, end: dict) -> None:
         """Topics are retained; nothing to release."""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from conf import StreamsConfig
 from sinks.topics import Topic, check_expected_types
-from streams._internal.runtime.commit import AtLeastOnceCommitter
+from streams._internal.runtime.commit import AtLeastOnceCommitter, ExactlyOnceCommitter
 from streams._internal.runtime.progress import Progress, query_listener
 from streams._internal.runtime.runner import SubtopologyRunner
 from streams._internal.runtime.spark import spark_session
@@ -61,22 +61,24 @@ class StreamsApp:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def checkpoint(self, sub: SubTopology) -> str:
-        return str(Path(self.config.root) / "checkpoints" / self.config.application_id / f"subtopology-{sub.id}")
+        return str(self.committer.checkpoint_dir(Path(self.config.root) / "checkpoints" / self.config.application_id, sub.id))
 
     def start(self) -> None:
         self._check_sources()
         compiled = {sub.id: compile_subtopology(self.topology, sub) for sub in self.topology.subtopologies}
         if self.spark is None:
             self.spark = spark_session(self.config)
-        self.registry.register_outputs()
         self.committer = self._committer()
-        self.committer.recover()
+        self.committer.recover(self.topology.subtopologies)  # before reading offsets: it may publish
+        self.registry.register_outputs()
         self._listener = query_listener()
         self.spark.streams.addListener(self._listener)
         self.runners = {sid: SubtopologyRunner(self, c) for sid, c in compiled.items()}
         self._start_ready_queries()
 
     def _committer(self):
+        if self.config.exactly_once:
+            return ExactlyOnceCommitter(self.registry)
         return AtLeastOnceCommitter(self.registry)
 
     def _check_sources(self) -> None:
@@ -105,7 +107,7 @@ class StreamsApp:
                 .option("uri", source.uri)
                 .option("partitions", source.partitions)
                 .option("max_records", self.config.max_records_per_batch)
-                .option("mode", runner.compiled.mode)
+                .option("start_version", self.committer.start_version(sub.id))
                 .load()
             )
             self.queries[sub.id] = (

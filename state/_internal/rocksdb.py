@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -25,19 +26,32 @@ class RocksDBKeyValueStore:
     """One RocksDB database per store and task. Writes go through the WAL, so whatever ``write``
     returned survives a kill -9 of the process."""
 
-    def __init__(self, name: str, path: str | Path) -> None:
+    def __init__(self, name: str, path: str | Path, *, lock_timeout_s: float = 60.0) -> None:
         self.name = name
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = Rdict(str(self.path), options=_options(), column_families={_META_FAMILY: Options(raw_mode=True)})
-        except Exception as e:  # rocksdict raises plain Exception for IO/lock errors
-            raise StateStoreError(
-                f"cannot open RocksDB store '{name}' at {self.path}: {e}. If another process holds it, stop that "
-                "process; if it is corrupt, delete the directory: it is rebuilt from the changelog.",
-                store=name,
-            ) from e
+        self._db = self._open(name, lock_timeout_s)
         self._meta = self._db.get_column_family(_META_FAMILY)
+
+    def _open(self, name: str, lock_timeout_s: float) -> Rdict:
+        # Another process may hold the store for a moment (a zombie instance finishing its task,
+        # a Python worker still closing it): wait for its lock, as Kafka Streams waits for a
+        # task's state directory.
+        deadline = time.monotonic() + lock_timeout_s
+        while True:
+            try:
+                return Rdict(str(self.path), options=_options(), column_families={_META_FAMILY: Options(raw_mode=True)})
+            except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception for IO/lock errors
+                if "lock" in str(e).lower() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    continue
+                error = e
+                break
+        raise StateStoreError(
+            f"cannot open RocksDB store '{name}' at {self.path}: {error}. If another process holds it, stop that "
+            "process; if it is corrupt, delete the directory: it is rebuilt from the changelog.",
+            store=name,
+        ) from error
 
     def get(self, key: bytes) -> bytes | None:
         return self._db.get(key)

@@ -11,7 +11,7 @@ from chispa import assert_df_equality
 from conf import StreamsConfig
 from jobs.pageview import build_topology, generate, read_results
 from streams.app import StreamsApp
-from tests.pageview_reference import final_counts, source_events
+from jobs.pageview_reference import final_counts, source_events
 
 pytestmark = pytest.mark.spark
 

@@ -9,6 +9,7 @@ wrote. In ``descriptors`` mode the Spark tasks are an RDD job over (partition, f
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import time
 import uuid
@@ -105,25 +106,31 @@ class SubtopologyRunner:
             changelog_positions=positions,
         )
 
-    def run_tasks(self, batch_df, spec: BatchSpec) -> list[TaskOutcome]:
+    def run_tasks(self, descriptors, spec: BatchSpec) -> list[TaskOutcome]:
+        work = [(row.partition, row.files) for row in descriptors if row.files != "[]"]
+        if not work:
+            return []
+        spark = self.runtime.spark
         if self.compiled.mode == "descriptors":
-            work = [(row.partition, row.files) for row in batch_df.collect() if row.files != "[]"]
-            if not work:
-                return []
-            rdd = self.runtime.spark.sparkContext.parallelize(work, len(work))
-            texts = rdd.map(functools.partial(_descriptor_task, spec)).collect()
+            texts = spark.sparkContext.parallelize(work, len(work)).map(functools.partial(_descriptor_task, spec)).collect()
         else:
-            frame = self.compiled.apply(self.runtime.topology, batch_df)
+            slices = json.dumps([[partition, json.loads(files)] for partition, files in work])
+            records = spark.read.format("deltastreams").option("uri", spec.source.uri).option("slices", slices).load()
+            frame = self.compiled.apply(self.runtime.topology, records)
             texts = [row.outcome for row in frame.mapInArrow(functools.partial(_records_task, spec), "outcome string").collect()]
         return [TaskOutcome.from_json(text) for text in texts]
 
     def __call__(self, batch_df, batch_id: int) -> None:
         started = time.perf_counter()
+        descriptors = batch_df.collect()
+        if not descriptors:
+            return
+        source = (descriptors[0].start_version, descriptors[0].end_version)
         spec = self.spec(batch_id)
-        outcomes = self.run_tasks(batch_df, spec)
+        outcomes = self.run_tasks(descriptors, spec)
         processed_at = time.perf_counter()
         written = [f for outcome in outcomes for f in outcome.files]
-        published = self.runtime.committer.commit(self.sub.id, batch_id, written)
+        published = self.runtime.committer.commit(self.sub.id, batch_id, written, source)
         for store in self.sub.stores:
             topic = self.runtime.registry.changelog_topic(store)
             for f in published.files.get(topic, ()):

@@ -1,0 +1,164 @@
+"""The exactly-once commit protocol's transaction log (see docs/exactly-once.md).
+
+One Delta table per sub-topology, holding no data, only commits: registrations of instances
+(epochs) and decided batches, each a JSON document in the commit's ``commitInfo`` plus a Delta
+``txn`` action. Every commit to it is exclusive (against the version this instance last saw), so
+a registration by a newer instance makes an older instance's next batch commit fail: fencing.
+Publishing a decided batch adds its files to each output table under
+``txn(<application_id>/subtopology-<n>, seq)``, skipping tables that already have it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake.exceptions import CommitFailedError
+
+from sinks._internal.delta_log import commit_files, read_commit
+from sinks._internal.files import DataFile
+from streams.errors import CommitError, ProducerFencedError
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = pa.schema([("unused", pa.int32())])
+_KEY = "deltastreams"
+EPOCH_APP = "epoch"
+COMMIT_APP = "commit"
+
+
+@dataclass(frozen=True)
+class TablePublication:
+    """The files a batch adds to one output table."""
+
+    uri: str
+    files: tuple[DataFile, ...]
+
+
+@dataclass(frozen=True)
+class DecidedBatch:
+    seq: int
+    epoch: int
+    source_start: int
+    source_end: int
+    """Source table versions ``(start, end]`` the batch consumed."""
+    tables: dict[str, TablePublication] = field(default_factory=dict)
+    """By logical topic name, in publication order."""
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "kind": "commit",
+                "seq": self.seq,
+                "epoch": self.epoch,
+                "source": {"start": self.source_start, "end": self.source_end},
+                "tables": {t: {"uri": p.uri, "files": [asdict(f) for f in p.files]} for t, p in self.tables.items()},
+            }
+        )
+
+    @classmethod
+    def from_json(cls, raw: dict) -> DecidedBatch:
+        tables = {t: TablePublication(p["uri"], tuple(DataFile(**f) for f in p["files"])) for t, p in raw["tables"].items()}
+        return cls(raw["seq"], raw["epoch"], raw["source"]["start"], raw["source"]["end"], tables)
+
+
+class TransactionLog:
+    def __init__(self, uri: str, txn_app_id: str) -> None:
+        self.uri = uri
+        self.txn_app_id = txn_app_id
+        """The app id of this sub-topology's ``txn`` actions on output tables."""
+        if not DeltaTable.is_deltatable(uri):
+            try:
+                DeltaTable.create(uri, _SCHEMA, mode="ignore", name="deltastreams transaction log")
+            except Exception:  # noqa: BLE001 - another instance created it first: fine
+                if not DeltaTable.is_deltatable(uri):
+                    raise
+        self._table = DeltaTable(uri)
+        self.epoch = -1
+        self.instance = ""
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def current_epoch(self) -> int:
+        self._table.update_incremental()
+        version = self._table.transaction_version(EPOCH_APP)
+        return -1 if version is None else version
+
+    def last_decided(self) -> DecidedBatch | None:
+        """The latest ``commit`` entry, scanning back from the head of the log."""
+        self._table.update_incremental()
+        for version in range(self._table.version(), 0, -1):
+            actions = read_commit(self.uri, version)
+            if actions is None:
+                break
+            info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+            entry = json.loads(info.get(_KEY, "{}"))
+            if entry.get("kind") == "commit":
+                return DecidedBatch.from_json(entry)
+        return None
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _commit(self, entry: str, txn: Transaction) -> None:
+        self._table.create_write_transaction(
+            [],
+            mode="append",
+            schema=_SCHEMA,
+            commit_properties=CommitProperties(custom_metadata={_KEY: entry}, app_transactions=[txn], max_commit_retries=0),
+        )
+        self._table.update_incremental()
+
+    def register(self, instance: str) -> int:
+        """Take the next epoch (fencing every older instance); returns it."""
+        for _ in range(20):
+            epoch = self.current_epoch() + 1
+            try:
+                self._commit(json.dumps({"kind": "epoch", "epoch": epoch, "instance": instance}), Transaction(EPOCH_APP, epoch))
+            except CommitFailedError:
+                continue  # another instance registered concurrently: take the next epoch
+            self.epoch, self.instance = epoch, instance
+            return epoch
+        raise CommitError(f"could not register in transaction log {self.uri}: too many concurrent registrations")
+
+    def decide(self, batch: DecidedBatch) -> None:
+        """The point of no return: record the batch, unless this instance has been fenced."""
+        try:
+            self._commit(batch.to_json(), Transaction(COMMIT_APP, batch.seq))
+        except CommitFailedError:
+            current = self.current_epoch()
+            if current > self.epoch:
+                raise ProducerFencedError(
+                    f"instance {self.instance} (epoch {self.epoch}) was fenced: epoch {current} registered in {self.uri}; "
+                    "another instance of this application took over, this one must stop",
+                    application_id=self.txn_app_id,
+                    epoch=self.epoch,
+                    current_epoch=current,
+                ) from None
+            raise CommitError(f"the transaction log {self.uri} changed under epoch {self.epoch}, which should not happen") from None
+
+    def publish(self, batch: DecidedBatch, table_for: Callable[[str, str], DeltaTable], on_published: Callable[[str, int], None] | None = None) -> None:
+        """Add the batch's files to every table that does not have them yet (idempotent)."""
+        for topic, publication in batch.tables.items():
+            table = table_for(topic, publication.uri)
+            if (table.transaction_version(self.txn_app_id) or -1) >= batch.seq:
+                continue
+            try:
+                version = commit_files(
+                    table, publication.files, schema=pa.schema(table.schema()), txn=(self.txn_app_id, batch.seq), exclusive=True
+                )
+            except CommitFailedError:
+                # Someone published concurrently: a zombie finishing the same decided batch.
+                table.update_incremental()
+                if (table.transaction_version(self.txn_app_id) or -1) < batch.seq:
+                    raise
+                continue
+            if on_published is not None:
+                on_published(topic, version)
+
+    def checkpoint_if_due(self, every: int = 100) -> None:
+        if self._table.version() % every == 0:
+            self._table.create_checkpoint()

@@ -1,0 +1,37 @@
+"""Named points in the commit protocol where a test can make the driver die with SIGKILL.
+
+``DELTASTREAMS_CRASH_AT=<point>[@<n>]`` (comma-separated for several) kills the process the
+``n``-th time (default: the first) it reaches ``<point>``. Unset, this is a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections import Counter
+
+POINTS = ("after_data_files", "after_consolidate", "after_commit", "during_publication", "before_spark_commit")
+_reached: Counter[str] = Counter()
+
+
+def _armed() -> dict[str, int]:
+    armed = {}
+    for item in filter(None, os.environ.get("DELTASTREAMS_CRASH_AT", "").split(",")):
+        point, _, nth = item.partition("@")
+        if point not in POINTS:
+            raise ValueError(f"unknown crash point {point!r}; known points: {', '.join(POINTS)}")
+        armed[point] = int(nth or 1)
+    return armed
+
+
+_ARMED = _armed()
+
+
+def crash_point(point: str) -> None:
+    if not _ARMED:
+        return
+    _reached[point] += 1
+    if _ARMED.get(point) == _reached[point]:
+        print(f"deltastreams: crash point {point} reached, killing the driver (pid {os.getpid()})", file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
