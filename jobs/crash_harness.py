@@ -36,6 +36,9 @@ from jobs.pageview import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, generate, r
 from streams._internal.runtime.crashpoints import POINTS
 
 WINDOW_MS, GRACE_MS = 5000, 5000
+EVENTS_PER_SECOND = 300
+"""Event-time rate of the harness's input: slow enough that thousands of events span many windows,
+so windows close (and emit-final emits) during a run."""
 REPARTITION = f"{APPLICATION_ID}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition"
 
 
@@ -70,11 +73,11 @@ class Report:
         return "\n".join(lines)
 
 
-def job_command(root: str, guarantee: str, emit: str, max_records: int) -> list[str]:
+def job_command(root: str, guarantee: str, emit: str, max_records: int, commit_interval_ms: int = 100) -> list[str]:
     return [
         sys.executable, "-m", "jobs.pageview", "run", "--root", root, "--until-caught-up",
         "--guarantee", guarantee, "--emit", emit, "--grace-ms", str(GRACE_MS), "--window-ms", str(WINDOW_MS),
-        "--commit-interval-ms", "100", "--max-records-per-batch", str(max_records), "--timeout-s", "600",
+        "--commit-interval-ms", str(commit_interval_ms), "--max-records-per-batch", str(max_records), "--timeout-s", "600",
     ]
 
 
@@ -286,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {root} already holds topics; give a fresh directory", file=sys.stderr)
         return 2
     started = time.monotonic()
-    generate(root, args.events, seed=args.seed, late_fraction=0.1, max_lateness_ms=20_000, batches=args.appends)
+    generate(root, args.events, seed=args.seed, late_fraction=0.1, max_lateness_ms=20_000, batches=args.appends, events_per_second=EVENTS_PER_SECOND)
     with open(args.log or Path(root) / "harness.log", "a") as log:
         report = run_trials(root, trials=args.trials, guarantee=args.guarantee, emit=args.emit, max_records=args.max_records_per_batch, seed=args.seed, log=log)
     check(root, report)

@@ -73,7 +73,17 @@ def build_topology(
     return builder.build()
 
 
-def generate(root: str, events: int, *, seed: int = 0, partitions: int = 2, late_fraction: float = 0.05, max_lateness_ms: int = 30_000, batches: int = 1) -> int:
+def generate(
+    root: str,
+    events: int,
+    *,
+    seed: int = 0,
+    partitions: int = 2,
+    late_fraction: float = 0.05,
+    max_lateness_ms: int = 30_000,
+    batches: int = 1,
+    events_per_second: int = 10_000,
+) -> int:
     """Append ``events`` synthetic pageviews to ``pageview-events`` in ``batches`` appends."""
     from sinks import Topic, create_topic
 
@@ -84,36 +94,39 @@ def generate(root: str, events: int, *, seed: int = 0, partitions: int = 2, late
         topic = create_topic(root, INPUT_TOPIC, partitions=partitions, key_type=pa.string(), value_type=VALUE_TYPE, key_column="user_id")
         first = 0
     # The same events whatever the number of appends: generate once, then cut.
-    records = generate_events(events, seed=seed, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, first_index=first)
+    records = generate_events(
+        events, seed=seed, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, first_index=first, events_per_second=events_per_second
+    )
     per_batch = -(-events // max(batches, 1))
     for start in range(0, events, per_batch):
         topic.append(records.slice(start, per_batch))
     return events
 
 
+RAW_SCHEMA = pa.schema(
+    [("partition", pa.int32()), ("offset", pa.int64()), ("timestamp", pa.int64()), ("category", pa.string()),
+     ("window_start", pa.int64()), ("window_end", pa.int64()), ("count", pa.int64())]
+)
+RESULT_COLUMNS = ["category", "window_start", "window_end", "count"]
+
+
 def read_results(root: str, *, raw: bool = False) -> pa.Table:
     """The output topic: every committed record (``raw``), or the latest revision per window."""
     from sinks import Topic
 
-    table = Topic.open(root, OUTPUT_TOPIC).read()
-    records = pa.table(
-        {
-            "partition": table["partition"],
-            "offset": table["offset"],
-            "timestamp": table["timestamp"],
-            "category": table["key"],
-            "window_start": table["window_start"],
-            "window_end": table["window_end"],
-            "count": table["value"],
-        }
-    )
+    if Topic.exists(root, OUTPUT_TOPIC):
+        table = Topic.open(root, OUTPUT_TOPIC).read()
+        columns = [table["partition"], table["offset"], table["timestamp"], table["key"], table["window_start"], table["window_end"], table["value"]]
+        records = pa.table(columns, schema=RAW_SCHEMA)
+    else:  # created with the first output record (with emit-final: the first closed window)
+        records = RAW_SCHEMA.empty_table()
     if raw:
         return records
     # Revisions of one window share a key, hence a partition: the last by offset is the latest.
-    records = records.append_column("_row", pa.array(range(records.num_rows)))
+    records = records.append_column("_row", pa.array(range(records.num_rows), pa.int64()))
     last = records.group_by(["category", "window_start"]).aggregate([("_row", "max")])
-    latest = records.take(last["_row_max"]).drop_columns(["_row"])
-    return latest.select(["category", "window_start", "window_end", "count"]).sort_by([("window_start", "ascending"), ("category", "ascending")])
+    latest = records.take(last["_row_max"]).select(RESULT_COLUMNS)
+    return latest.sort_by([("window_start", "ascending"), ("category", "ascending")])
 
 
 def config_from(args: argparse.Namespace) -> StreamsConfig:
@@ -155,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--late-fraction", type=float, default=0.05)
     gen.add_argument("--max-lateness-ms", type=int, default=30_000)
     gen.add_argument("--batches", type=int, default=1)
+    gen.add_argument("--events-per-second", type=int, default=10_000, help="event-time rate: how fast timestamps advance")
 
     run = commands.add_parser("run", help="run the job on Spark")
     run.add_argument("--root", required=True)
@@ -189,7 +203,16 @@ def _command(args: argparse.Namespace) -> int:
     if args.command == "describe":
         print(build_topology(window_ms=args.window_ms, grace_ms=args.grace_ms, emit=args.emit).describe(), end="")
     elif args.command == "generate":
-        n = generate(args.root, args.events, seed=args.seed, partitions=args.source_partitions, late_fraction=args.late_fraction, max_lateness_ms=args.max_lateness_ms, batches=args.batches)
+        n = generate(
+            args.root,
+            args.events,
+            seed=args.seed,
+            partitions=args.source_partitions,
+            late_fraction=args.late_fraction,
+            max_lateness_ms=args.max_lateness_ms,
+            batches=args.batches,
+            events_per_second=args.events_per_second,
+        )
         print(f"appended {n:,} events to {INPUT_TOPIC} under {args.root}", file=sys.stderr)
     elif args.command == "run":
         from streams.app import StreamsApp

@@ -19,6 +19,9 @@ _DEFAULTS = {
     "spark.python.worker.reuse": "true",
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
     "spark.driver.memory": "4g",
+    # Python workers connecting back to a busy JVM on 2 loaded cores can take longer than the 15 s
+    # default; a timeout there kills the query.
+    "spark.python.authenticate.socketTimeout": "120s",
 }
 
 

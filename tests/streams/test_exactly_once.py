@@ -1,0 +1,91 @@
+"""Exactly-once, proven by killing real processes: the crash harness at small scale, and fencing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jobs import crash_harness
+from jobs.pageview import generate
+from sinks.transaction import TransactionLog
+from streams._internal.runtime.crashpoints import POINTS
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def harness(root, *, trials, guarantee, emit="revisions", events=6000, max_records=1000):
+    generate(str(root), events, seed=11, late_fraction=0.1, max_lateness_ms=20_000, batches=6, events_per_second=crash_harness.EVENTS_PER_SECOND)
+    with open(root / "harness.log", "a") as log:
+        report = crash_harness.run_trials(str(root), trials=trials, guarantee=guarantee, emit=emit, max_records=max_records, seed=3, log=log)
+    crash_harness.check(str(root), report)
+    return report
+
+
+def test_kills_at_every_commit_protocol_point_and_at_random_leave_exactly_once_results(tmp_path):
+    report = harness(tmp_path, trials=len(POINTS) + 1, guarantee="exactly_once")
+    assert set(report.kills) >= set(POINTS), report.summary()  # every named point was hit
+    assert report.violations == [], report.summary()
+    assert report.windows > 0 and report.stores_checked > 0
+
+
+def test_emit_final_survives_kills_with_one_result_per_closed_window(tmp_path):
+    report = harness(tmp_path, trials=3, guarantee="exactly_once", emit="final")
+    assert report.violations == [], report.summary()
+    assert report.windows > 0
+
+
+def test_at_least_once_under_the_same_kills_duplicates_what_exactly_once_does_not(tmp_path):
+    # The harness's checks can fail: at-least-once, killed in the middle of publishing, must show it.
+    generate(str(tmp_path), 6000, seed=11, late_fraction=0.1, max_lateness_ms=20_000, batches=6, events_per_second=crash_harness.EVENTS_PER_SECOND)
+    command = crash_harness.job_command(str(tmp_path), "at_least_once", "revisions", 1000)
+    with open(tmp_path / "harness.log", "a") as log:
+        assert crash_harness.run_once(command, crash_at="before_spark_commit@2", kill_after_s=None, log=log) == "crash-point"
+        assert crash_harness.run_once(command, crash_at=None, kill_after_s=None, log=log) == "finished"
+    report = crash_harness.Report("at_least_once", "revisions")
+    crash_harness.check(str(tmp_path), report)
+    assert report.duplicated_repartition_records > 0 or report.wrong_windows > 0, report.summary()
+
+
+def test_a_second_instance_fences_the_first_and_output_stays_exactly_once(tmp_path):
+    generate(str(tmp_path), 12_000, seed=13, late_fraction=0.1, max_lateness_ms=20_000, batches=24, events_per_second=crash_harness.EVENTS_PER_SECOND)
+    # The first instance crawls (small, slow batches) so it is still busy when the second takes
+    # over; the second catches up in big batches. Both are the same application.
+    slow = crash_harness.job_command(str(tmp_path), "exactly_once", "revisions", 500, commit_interval_ms=1500)
+    fast = crash_harness.job_command(str(tmp_path), "exactly_once", "revisions", 100_000)
+    env = {k: v for k, v in os.environ.items() if k != "DELTASTREAMS_CRASH_AT"}
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    first_log, second_log = open(log_dir / "first.log", "w"), open(log_dir / "second.log", "w")
+    first = subprocess.Popen(slow, stdout=first_log, stderr=first_log, env=env, start_new_session=True)
+    second = None
+    try:
+        txlog_uri = str(tmp_path / "transactions" / "pageview" / "subtopology-0")
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:  # wait until the first instance has decided a few batches
+            decided = TransactionLog(txlog_uri, "probe").last_decided() if os.path.exists(txlog_uri) else None
+            if decided is not None and decided.seq >= 1:
+                break
+            assert first.poll() is None, (log_dir / "first.log").read_text()[-3000:]
+            time.sleep(0.5)
+        second = subprocess.Popen(fast, stdout=second_log, stderr=second_log, env=env, start_new_session=True)
+        assert second.wait(timeout=600) == 0, (log_dir / "second.log").read_text()[-3000:]
+        first_code = first.wait(timeout=120)
+    finally:
+        for process in (first, second):
+            if process is not None:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        first_log.close()
+        second_log.close()
+    zombie = (log_dir / "first.log").read_text()
+    assert first_code == 1 and "ProducerFencedError" in zombie and "was fenced" in zombie, zombie[-3000:]
+    report = crash_harness.Report("exactly_once", "revisions")
+    crash_harness.check(str(tmp_path), report)
+    assert report.violations == [], report.summary()
