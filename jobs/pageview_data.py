@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 CATEGORIES = tuple(f"category-{i:02d}" for i in range(50))
 VALUE_TYPE = pa.struct(
     [("user_id", pa.string()), ("page_id", pa.string()), ("category", pa.string()), ("duration_s", pa.int32())]
 )
 START_MS = 1_700_000_000_000
+
+
+def _labels(prefix: str, numbers: np.ndarray) -> pa.Array:
+    return pc.binary_join_element_wise(prefix, pc.cast(pa.array(numbers), pa.string()), "")
 
 
 def generate_events(
@@ -36,9 +41,9 @@ def generate_events(
     timestamps = START_MS + index * 1000 // events_per_second
     delayed = rng.random(n) < late_fraction
     timestamps = timestamps - np.where(delayed, rng.integers(0, max_lateness_ms + 1, n), 0)
-    user_ids = pa.array(np.char.add("user-", rng.integers(0, users, n).astype(str)))
-    pages = pa.array(np.char.add("page-", rng.integers(0, 1000, n).astype(str)))
-    categories = pa.array(np.asarray(CATEGORIES)[rng.integers(0, len(CATEGORIES), n)])
+    user_ids = _labels("user-", rng.integers(0, users, n))
+    pages = _labels("page-", rng.integers(0, 1000, n))
+    categories = pa.array(CATEGORIES).take(pa.array(rng.integers(0, len(CATEGORIES), n)))
     durations = pa.array(rng.integers(0, 121, n).astype(np.int32))
     value = pa.StructArray.from_arrays([user_ids, pages, categories, durations], fields=list(VALUE_TYPE))
     return pa.table({"key": user_ids, "value": value, "timestamp": pa.array(timestamps, pa.int64())})

@@ -158,7 +158,3 @@ class TransactionLog:
                 continue
             if on_published is not None:
                 on_published(topic, version)
-
-    def checkpoint_if_due(self, every: int = 100) -> None:
-        if self._table.version() % every == 0:
-            self._table.create_checkpoint()

@@ -89,6 +89,8 @@ class TaskOutcome:
     restored_entries: int = 0
     restore_seconds: float = 0.0
     process_seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds per phase inside the task: read, restore, process, write."""
 
     def to_json(self) -> str:
         raw = asdict(self)

@@ -24,6 +24,7 @@ from sinks.transaction import DecidedBatch, TablePublication, TransactionLog
 from streams._internal.runtime.batch import WrittenFile
 from streams._internal.runtime.consolidate import by_topic, consolidate
 from streams._internal.runtime.crashpoints import crash_point
+from streams._internal.runtime.timing import Phases
 from streams._internal.runtime.topics import TopicRegistry
 
 log = logging.getLogger("deltastreams")
@@ -33,6 +34,7 @@ log = logging.getLogger("deltastreams")
 class Published:
     files: dict[str, list[DataFile]] = field(default_factory=dict)
     seconds: float = 0.0
+    phases: Phases = field(default_factory=Phases)
 
 
 def publication_order(topics, registry: TopicRegistry) -> list[str]:
@@ -69,9 +71,11 @@ class AtLeastOnceCommitter:
         crash_point("after_data_files")
         for topic in publication_order(grouped, self.registry):
             with lock_for(topic, self.registry):
-                final = consolidate(topic, grouped[topic], self.registry)
-                table = self.registry.delta_table(topic)
-                version = commit_files(table, final, schema=self.registry.layout(topic).table_schema(), exclusive=True)
+                with published.phases.time("consolidate"):
+                    final = consolidate(topic, grouped[topic], self.registry)
+                with published.phases.time("publish"):
+                    table = self.registry.delta_table(topic)
+                    version = commit_files(table, final, schema=self.registry.layout(topic).table_schema(), exclusive=True)
                 self.registry.committed(topic, version)
                 for f in final:
                     self.registry.advance(topic, f.partition, f.num_records)
@@ -136,8 +140,9 @@ class ExactlyOnceCommitter:
             for topic in sorted(t for t in order if self.registry.shared(t)):
                 locks.enter_context(self.registry.lock(topic))
             # Step 2: one dense offset run per partition.
-            for topic in order:
-                published.files[topic] = consolidate(topic, grouped[topic], self.registry)
+            with published.phases.time("consolidate"):
+                for topic in order:
+                    published.files[topic] = consolidate(topic, grouped[topic], self.registry)
             crash_point("after_consolidate")
             previous = self.decided.get(subtopology)
             batch = DecidedBatch(
@@ -148,12 +153,13 @@ class ExactlyOnceCommitter:
                 tables={t: TablePublication(self.registry.uri(t), tuple(published.files[t])) for t in order},
             )
             # Step 3: the point of no return.
-            txlog.decide(batch)
+            with published.phases.time("decide"):
+                txlog.decide(batch)
             self.decided[subtopology] = batch
             crash_point("after_commit")
             # Step 4: publish, table by table, idempotently.
-            txlog.publish(batch, lambda topic, uri: self.registry.delta_table(topic), self._published(batch))
-            txlog.checkpoint_if_due()
+            with published.phases.time("publish"):
+                txlog.publish(batch, lambda topic, uri: self.registry.delta_table(topic), self._published(batch))
         crash_point("before_spark_commit")
         published.seconds = time.perf_counter() - started
         return published

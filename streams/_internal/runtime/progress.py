@@ -20,6 +20,7 @@ class Progress:
 
     def batch_done(self, metrics) -> None:
         log.info("%s", metrics.line())
+        log.debug("%s", metrics.profile())
         with self._lock:
             self.totals["records_in"] += metrics.records_in
             self.totals["records_out"] += metrics.records_out

@@ -24,6 +24,7 @@ from sinks.topics import Topic
 from state.task_stores import ChangelogPosition
 from streams._internal.runtime.batch import BatchSpec, TaskOutcome
 from streams._internal.runtime.task_runner import run_task
+from streams._internal.runtime.timing import Phases
 from topology.compile import CompiledSubtopology, for_executors
 
 log = logging.getLogger("deltastreams")
@@ -31,9 +32,11 @@ log = logging.getLogger("deltastreams")
 
 def _descriptor_task(spec: BatchSpec, work: tuple[int, str]) -> str:
     partition, files = work
-    source = Topic(spec.source.physical, spec.source.uri, spec.source.layout)
-    records = source.read_files(slices_from_json(files))
-    return run_task(spec, partition, records).to_json()
+    phases = Phases()
+    with phases.time("read"):
+        source = Topic(spec.source.physical, spec.source.uri, spec.source.layout)
+        records = source.read_files(slices_from_json(files))
+    return run_task(spec, partition, records, phases).to_json()
 
 
 def _records_task(spec: BatchSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -58,6 +61,10 @@ class BatchMetrics:
     process_seconds: float
     commit_seconds: float
     total_seconds: float
+    phases: dict[str, float]
+    """Driver-side wall time per phase (plan, tasks, consolidate, decide, publish)."""
+    task_phases: dict[str, float]
+    """Task-side time per phase, summed over the batch's tasks (read, restore, process, write)."""
 
     def line(self) -> str:
         return (
@@ -65,6 +72,11 @@ class BatchMetrics:
             f"{self.dropped_late:,} late dropped, {self.dead_letters:,} to DLQ, process {self.process_seconds * 1000:.0f} ms, "
             f"commit {self.commit_seconds * 1000:.0f} ms"
         )
+
+    def profile(self) -> str:
+        driver = ", ".join(f"{k} {v * 1000:.0f}" for k, v in self.phases.items())
+        tasks = ", ".join(f"{k} {v * 1000:.0f}" for k, v in self.task_phases.items())
+        return f"sub-topology {self.subtopology} batch {self.batch_id} [ms] driver: {driver} | tasks (summed): {tasks}"
 
 
 class SubtopologyRunner:
@@ -122,15 +134,22 @@ class SubtopologyRunner:
 
     def __call__(self, batch_df, batch_id: int) -> None:
         started = time.perf_counter()
-        descriptors = batch_df.collect()
-        if not descriptors:
-            return
-        source = (descriptors[0].start_version, descriptors[0].end_version)
-        spec = self.spec(batch_id)
-        outcomes = self.run_tasks(descriptors, spec)
+        phases = Phases()
+        with phases.time("plan"):
+            descriptors = batch_df.collect()
+            if not descriptors:
+                return
+            source = (descriptors[0].start_version, descriptors[0].end_version)
+            spec = self.spec(batch_id)
+        with phases.time("tasks"):
+            outcomes = self.run_tasks(descriptors, spec)
         processed_at = time.perf_counter()
         written = [f for outcome in outcomes for f in outcome.files]
         published = self.runtime.committer.commit(self.sub.id, batch_id, written, source)
+        phases.add(published.phases)
+        task_phases = Phases()
+        for outcome in outcomes:
+            task_phases.add(outcome.phases)
         for store in self.sub.stores:
             topic = self.runtime.registry.changelog_topic(store)
             for f in published.files.get(topic, ()):
@@ -147,6 +166,8 @@ class SubtopologyRunner:
             process_seconds=processed_at - started,
             commit_seconds=published.seconds,
             total_seconds=time.perf_counter() - started,
+            phases=dict(phases),
+            task_phases=dict(task_phases),
         )
         self.history.append(metrics)
         self.runtime.progress.batch_done(metrics)

@@ -19,6 +19,7 @@ from sinks.topics import Topic, TopicLayout
 from state.task_stores import TaskStores, changelog_records
 from streams._internal.processing.task import TaskProcessor
 from streams._internal.runtime.batch import BatchSpec, TaskOutcome, TopicTarget, WrittenFile, schema_to_text
+from streams._internal.runtime.timing import Phases
 
 
 def _layout_for(target: TopicTarget, records: pa.Table) -> TopicLayout:
@@ -48,8 +49,24 @@ def write_records(target: TopicTarget, records: pa.Table, writer: int) -> list[W
     return [WrittenFile(target.logical, writer, f, schema, layout_text) for f in files]
 
 
-def run_task(spec: BatchSpec, partition: int, records: pa.Table) -> TaskOutcome:
+def _write_outputs(spec: BatchSpec, partition: int, result, records: pa.Table) -> list[WrittenFile]:
+    files: list[WrittenFile] = []
+    for topic, table in result.outputs.items():
+        files += write_records(spec.outputs[topic], table, partition)
+    if result.dead_letters.num_rows:
+        files += write_records(spec.outputs[spec.dead_letter_topic], result.dead_letters, partition)
+    stamp = int(pa.compute.max(records.column("timestamp")).as_py() or 0) if records.num_rows else 0
+    for store, entries in result.changelogs.items():
+        if entries:
+            target = spec.outputs[spec.changelogs[store]]
+            files += write_records(target, changelog_records(entries, partition, stamp), partition)
+    return files
+
+
+def run_task(spec: BatchSpec, partition: int, records: pa.Table, phases: Phases | None = None) -> TaskOutcome:
+    """Process one task's records; ``phases`` may already hold the time spent reading them."""
     started = time.perf_counter()
+    phases = phases if phases is not None else Phases()
     topology = spec.topology
     sub = topology.subtopologies[spec.subtopology]
     outcome = TaskOutcome(partition)
@@ -60,7 +77,8 @@ def run_task(spec: BatchSpec, partition: int, records: pa.Table) -> TaskOutcome:
         {store: spec.changelog_positions[store][partition] for store in sub.stores},
     )
     try:
-        opened = stores.open()
+        with phases.time("restore"):
+            opened = stores.open()
         outcome.restored_entries = sum(r.entries for r in stores.restores)
         outcome.restore_seconds = sum(r.seconds for r in stores.restores)
         processor = TaskProcessor(
@@ -74,22 +92,16 @@ def run_task(spec: BatchSpec, partition: int, records: pa.Table) -> TaskOutcome:
             late_records_topic=spec.late_records_topic,
             entry=spec.entry,
         )
-        source = next(t for t in sub.source_topics)
-        result = processor.process({source: records})
-        outcome.processed = result.processed
-        outcome.dropped_records = result.dropped_records
-        for topic, table in result.outputs.items():
-            outcome.emitted += table.num_rows
-            outcome.files += write_records(spec.outputs[topic], table, partition)
-        if result.dead_letters.num_rows:
-            outcome.dead_letters = result.dead_letters.num_rows
-            outcome.files += write_records(spec.outputs[spec.dead_letter_topic], result.dead_letters, partition)
-        stamp = int(pa.compute.max(records.column("timestamp")).as_py() or 0) if records.num_rows else 0
-        for store, entries in result.changelogs.items():
-            if entries:
-                target = spec.outputs[spec.changelogs[store]]
-                outcome.files += write_records(target, changelog_records(entries, partition, stamp), partition)
+        with phases.time("process"):
+            result = processor.process({sub.source_topics[0]: records})
+        with phases.time("write"):
+            outcome.files = _write_outputs(spec, partition, result, records)
     finally:
         stores.close()
+    outcome.processed = result.processed
+    outcome.dropped_records = result.dropped_records
+    outcome.emitted = sum(t.num_rows for t in result.outputs.values())
+    outcome.dead_letters = result.dead_letters.num_rows
     outcome.process_seconds = time.perf_counter() - started
+    outcome.phases = dict(phases)
     return outcome
