@@ -305,9 +305,10 @@ class Topic:
             )
         return parts
 
-    def prepare_files(self, records: pa.Table, next_offsets: dict[int, int]) -> list[DataFile]:
+    def prepare_files(self, records: pa.Table, next_offsets: dict[int, int], *, staging: bool = False) -> list[DataFile]:
         """Write ``records`` (record form, in append order) as one file per partition, assigning
-        offsets from ``next_offsets``. Nothing is visible until :meth:`commit` adds the files."""
+        offsets from ``next_offsets``. Nothing is visible until :meth:`commit` adds the files;
+        ``staging`` files must be rewritten as Parquet first (see ``write_partition_file``)."""
         if records.num_rows == 0:
             return []
         parts = self.assign_partitions(records)
@@ -321,7 +322,7 @@ class Topic:
             first = next_offsets.get(partition, 0)
             rows = body.take(pa.array(chunk))
             rows = rows.set_column(rows.schema.get_field_index(OFFSET), OFFSET, pa.array(np.arange(first, first + len(chunk), dtype=np.int64)))
-            files.append(write_partition_file(self.uri, partition, rows))
+            files.append(write_partition_file(self.uri, partition, rows, staging=staging))
         return files
 
     def commit(self, files: Sequence[DataFile], *, table: DeltaTable | None = None, txn: tuple[str, int] | None = None) -> int:
@@ -368,7 +369,14 @@ class Topic:
             return self.layout.record_schema().empty_table()
         tables = [read_data_file(self.uri, f.path, f.partition) for f in files]
         records = self.layout.to_records(pa.concat_tables(tables, promote_options="default"))
+        if _in_order(files):  # the usual case: one partition's files in commit order
+            return records
         return records.sort_by([(PARTITION, "ascending"), (OFFSET, "ascending")])
+
+
+def _in_order(files: Sequence[delta_log.AddedFile]) -> bool:
+    keys = [(f.partition, f.min_offset, f.max_offset) for f in files]
+    return all(a[0] < b[0] or (a[0] == b[0] and a[2] < b[1]) for a, b in zip(keys, keys[1:])) and all(k[1] >= 0 for k in keys)
 
 
 def create_topic(

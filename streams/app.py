@@ -16,18 +16,20 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from pathlib import Path
 
 from conf import StreamsConfig
 from sinks.topics import Topic, check_expected_types
 from streams._internal.runtime.commit import AtLeastOnceCommitter, ExactlyOnceCommitter
+from streams._internal.runtime.dry_run import create_typed_topics
 from streams._internal.runtime.progress import Progress, query_listener
 from streams._internal.runtime.runner import SubtopologyRunner
 from streams._internal.runtime.spark import spark_session
 from streams._internal.runtime.topics import TopicRegistry
 from streams.errors import DeltaStreamsError, TopicNotFoundError
-from topology.compile import compile_subtopology
+from topology.compile import compile_subtopology, for_executors
 from topology.graph import SubTopology, Topology
 from topology.nodes import SourceNode
 
@@ -44,6 +46,12 @@ def root_cause(error: BaseException) -> str:
     if ours:
         return f"{ours[-1].group(1)}: {ours[-1].group(2)}"
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def _import_task_modules(_: int) -> int:
+    import streams._internal.runtime.task_runner  # noqa: F401 - pulls in pyarrow, deltalake, rocksdict
+
+    return 0
 
 
 class StreamsApp:
@@ -71,10 +79,26 @@ class StreamsApp:
         self.committer = self._committer()
         self.committer.recover(self.topology.subtopologies)  # before reading offsets: it may publish
         self.registry.register_outputs()
+        self._warm_up_workers()
+        create_typed_topics(self.topology, self.registry, for_executors(self.topology))
         self._listener = query_listener()
         self.spark.streams.addListener(self._listener)
         self.runners = {sid: SubtopologyRunner(self, c) for sid, c in compiled.items()}
         self._start_ready_queries()
+
+    def _warm_up_workers(self) -> None:
+        """Start the executors' Python workers and their imports in the background while the
+        queries start: otherwise the first micro-batch pays several seconds for it."""
+        sc = self.spark.sparkContext
+        slots = sc.defaultParallelism
+
+        def warm() -> None:
+            try:
+                sc.parallelize(range(slots), slots).map(_import_task_modules).collect()
+            except Exception:  # noqa: BLE001 - only a head start; the first batch does it anyway
+                log.debug("worker warm-up failed", exc_info=True)
+
+        threading.Thread(target=warm, name="deltastreams-warm-up", daemon=True).start()
 
     def _committer(self):
         if self.config.exactly_once:
@@ -102,12 +126,13 @@ class StreamsApp:
             if not self.registry.exists(runner.compiled.source_topic):
                 continue
             source = self.registry.source_target(runner.compiled.source_topic)
+            runner.start_version = self.committer.start_version(sub.id)
             frame = (
                 self.spark.readStream.format("deltastreams")
                 .option("uri", source.uri)
                 .option("partitions", source.partitions)
                 .option("max_records", self.config.max_records_per_batch)
-                .option("start_version", self.committer.start_version(sub.id))
+                .option("start_version", runner.start_version)
                 .load()
             )
             self.queries[sub.id] = (

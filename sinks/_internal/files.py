@@ -12,6 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
@@ -55,16 +56,31 @@ def filesystem_for(uri: str) -> tuple[pafs.FileSystem, str]:
     return pafs.LocalFileSystem(), uri
 
 
-def write_partition_file(table_uri: str, partition: int, rows: pa.Table) -> DataFile:
-    """Write ``rows`` (without the partition column, offsets already assigned) as one file."""
+# zstd at level 1 wrote this project's records faster than snappy (87 vs 143 ms per 200k pageviews)
+# and a third smaller; reading is as fast.
+_PARQUET = {"compression": "zstd", "compression_level": 1}
+STAGING = "_staging"
+"""Directory (inside a table) of Arrow IPC files a task writes for a partition other tasks write
+too: they are merged into Parquet before the commit, so Parquet is encoded once."""
+
+
+def write_partition_file(table_uri: str, partition: int, rows: pa.Table, *, staging: bool = False) -> DataFile:
+    """Write ``rows`` (without the partition column, offsets already assigned) as one file:
+    Parquet in the partition's directory, or Arrow IPC under ``_staging`` if ``staging``."""
     fs, base = filesystem_for(table_uri)
     offsets = rows.column(OFFSET)
     timestamps = rows.column(TIMESTAMP)
     first = offsets[0].as_py()
-    rel = f"{PARTITION}={partition}/part-{first:020d}-{uuid.uuid4().hex}.parquet"
+    if staging:
+        rel = f"{STAGING}/{partition}-{first:020d}-{uuid.uuid4().hex}.arrow"
+        fs.create_dir(f"{base}/{STAGING}", recursive=True)
+        with fs.open_output_stream(f"{base}/{rel}") as stream, pa.ipc.new_file(stream, rows.schema) as writer:
+            writer.write_table(rows)
+    else:
+        rel = f"{PARTITION}={partition}/part-{first:020d}-{uuid.uuid4().hex}.parquet"
+        fs.create_dir(f"{base}/{PARTITION}={partition}", recursive=True)
+        pq.write_table(rows, f"{base}/{rel}", filesystem=fs, **_PARQUET)
     full = f"{base}/{rel}"
-    fs.create_dir(f"{base}/{PARTITION}={partition}", recursive=True)
-    pq.write_table(rows, full, filesystem=fs)
     size = fs.get_file_info(full).size
     ts_min_max = pc.min_max(timestamps)
     return DataFile(
@@ -80,11 +96,18 @@ def write_partition_file(table_uri: str, partition: int, rows: pa.Table) -> Data
     )
 
 
+def _read(table_uri: str, rel_path: str) -> pa.Table:
+    fs, base = filesystem_for(table_uri)
+    if rel_path.endswith(".arrow"):
+        with fs.open_input_file(f"{base}/{rel_path}") as source:
+            return pa.ipc.open_file(source).read_all()
+    return pq.read_table(f"{base}/{rel_path}", filesystem=fs)
+
+
 def read_data_file(table_uri: str, rel_path: str, partition: int) -> pa.Table:
     """Read one committed file back, with its ``partition`` column restored in front."""
-    fs, base = filesystem_for(table_uri)
-    table = pq.read_table(f"{base}/{rel_path}", filesystem=fs)
-    return table.add_column(0, PARTITION, pa.array([partition] * table.num_rows, pa.int32()))
+    table = _read(table_uri, rel_path)
+    return table.add_column(0, PARTITION, pa.array(np.full(table.num_rows, partition, dtype=np.int32)))
 
 
 def delete_file(table_uri: str, rel_path: str) -> None:
@@ -98,8 +121,7 @@ def delete_file(table_uri: str, rel_path: str) -> None:
 def rewrite_file(table_uri: str, data: DataFile, *, shift: int, schema: pa.Schema | None = None) -> DataFile:
     """Rewrite a not yet committed file with its offsets moved by ``shift`` (and cast to
     ``schema``, the table's schema without ``partition``); the old file is deleted."""
-    fs, base = filesystem_for(table_uri)
-    table = pq.read_table(f"{base}/{data.path}", filesystem=fs)
+    table = _read(table_uri, data.path)
     if shift:
         index = table.schema.get_field_index(OFFSET)
         table = table.set_column(index, OFFSET, pc.add(table.column(OFFSET), pa.scalar(shift, pa.int64())))
@@ -119,10 +141,7 @@ def merge_files(table_uri: str, partition: int, sequences: list[DataFile], *, fi
     sort by each writer's running maximum timestamp, which yields the same order. Offsets are
     reassigned densely from ``first_offset``; the input files are deleted.
     """
-    import numpy as np
-
-    fs, base = filesystem_for(table_uri)
-    tables = [pq.read_table(f"{base}/{f.path}", filesystem=fs).select(schema.names).cast(schema) for f in sequences]
+    tables = [_read(table_uri, f.path).select(schema.names).cast(schema) for f in sequences]
     keys = [np.maximum.accumulate(t.column(TIMESTAMP).to_numpy()) for t in tables]
     writers = [np.full(t.num_rows, i) for i, t in enumerate(tables)]
     positions = [np.arange(t.num_rows) for t in tables]

@@ -105,9 +105,10 @@ class Flow:
 
 def concat_flows(flows: Sequence[Flow]) -> Flow:
     """Concatenate, in ``_seq`` order (stable), the outputs of several branches."""
-    flows = [f for f in flows if len(f)]
-    if not flows:
-        return Flow.empty()
+    nonempty = [f for f in flows if len(f)]
+    if not nonempty:
+        return flows[0] if flows else Flow.empty()  # keep the types, even without records
+    flows = nonempty
     if len(flows) == 1:
         return flows[0]
     windowed = flows[0].windowed

@@ -216,7 +216,7 @@ class TaskProcessor:
         windowed = False
         for topic in topics:
             records = inputs.get(topic)
-            if records is None or records.num_rows == 0:
+            if records is None:
                 continue
             base = seen.add(topic, records)
             windowed = WINDOW_START in records.column_names

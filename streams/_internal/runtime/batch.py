@@ -33,6 +33,8 @@ class TopicTarget:
     value_column: str = "value"
     next_offsets: tuple[int, ...] = ()
     """Where each partition ends now: where this batch's records start."""
+    staging: bool = False
+    """Several tasks write each partition (a repartition topic): write Arrow IPC to be merged."""
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,8 @@ def consolidate(topic: str, files: list[WrittenFile], registry: TopicRegistry, *
             item = items[0]
             shift = first - item.file.min_offset
             cast = item.schema is not None and schema_from_text(item.schema) != table_schema
-            if shift or cast:
+            staged = item.file.path.endswith(".arrow")
+            if shift or cast or staged:
                 jobs.append(functools.partial(rewrite_file, uri, item.file, shift=shift, schema=file_schema if cast else None))
             else:
                 jobs.append(functools.partial(lambda f: f, item.file))

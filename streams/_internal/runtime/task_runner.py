@@ -42,7 +42,7 @@ def write_records(target: TopicTarget, records: pa.Table, writer: int) -> list[W
     layout = _layout_for(target, records)
     topic = Topic(target.physical, target.uri, layout)
     next_offsets = dict(enumerate(target.next_offsets)) if target.next_offsets else {}
-    files = topic.prepare_files(records, next_offsets)
+    files = topic.prepare_files(records, next_offsets, staging=target.staging)
     new = target.layout is None
     schema = schema_to_text(layout.table_schema()) if new else None
     layout_text = layout.to_json() if new else None

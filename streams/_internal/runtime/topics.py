@@ -184,7 +184,11 @@ class TopicRegistry:
             key_column=entry.key_column,
             value_column=entry.value_column,
             next_offsets=tuple(entry.next_offsets),
+            staging=logical in self.topology.internal_topics and self._writer_tasks(logical) > 1,
         )
+
+    def _writer_tasks(self, logical: str) -> int:
+        return sum(self.tasks(s) for s in self.topology.subtopologies if logical in s.sink_topics)
 
     def source_target(self, logical: str) -> TopicTarget:
         """A topic a sub-topology reads (it must exist)."""
