@@ -140,11 +140,16 @@ class TransactionLog:
                 ) from None
             raise CommitError(f"the transaction log {self.uri} changed under epoch {self.epoch}, which should not happen") from None
 
+    def _has(self, table: DeltaTable, seq: int) -> bool:
+        """Whether ``table`` already holds batch ``seq`` of this sub-topology (its txn version)."""
+        version = table.transaction_version(self.txn_app_id)
+        return version is not None and version >= seq  # careful: version 0 is a real version
+
     def publish(self, batch: DecidedBatch, table_for: Callable[[str, str], DeltaTable], on_published: Callable[[str, int], None] | None = None) -> None:
         """Add the batch's files to every table that does not have them yet (idempotent)."""
         for topic, publication in batch.tables.items():
             table = table_for(topic, publication.uri)
-            if (table.transaction_version(self.txn_app_id) or -1) >= batch.seq:
+            if self._has(table, batch.seq):
                 continue
             try:
                 version = commit_files(
@@ -153,7 +158,7 @@ class TransactionLog:
             except CommitFailedError:
                 # Someone published concurrently: a zombie finishing the same decided batch.
                 table.update_incremental()
-                if (table.transaction_version(self.txn_app_id) or -1) < batch.seq:
+                if not self._has(table, batch.seq):
                     raise
                 continue
             if on_published is not None:

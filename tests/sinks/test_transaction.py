@@ -1,0 +1,48 @@
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from sinks import create_topic
+from sinks.transaction import DecidedBatch, TablePublication, TransactionLog
+from streams.errors import ProducerFencedError
+
+
+def staged_batch(topic, seq, records):
+    files = topic.prepare_files(records, topic.end_offsets())
+    return DecidedBatch(seq=seq, epoch=0, source_start=seq - 1, source_end=seq, tables={topic.name: TablePublication(topic.uri, tuple(files))})
+
+
+def records(keys):
+    return pa.table({"key": pa.array(keys), "value": pa.array([1] * len(keys), pa.int64()), "timestamp": pa.array([0] * len(keys), pa.int64())})
+
+
+@pytest.fixture
+def setup(tmp_path):
+    topic = create_topic(tmp_path, "out", partitions=2, key_type=pa.string(), value_type=pa.int64())
+    log = TransactionLog(str(tmp_path / "txlog"), "app/subtopology-0")
+    log.register("first")
+    return topic, log
+
+
+def test_publishing_a_decided_batch_twice_adds_its_files_once_even_batch_zero(setup):
+    topic, log = setup
+    batch = staged_batch(topic, 0, records(["a", "b", "c"]))
+    log.decide(batch)
+    log.publish(batch, lambda name, uri: DeltaTable(uri))
+    version = DeltaTable(topic.uri).version()
+    log.publish(batch, lambda name, uri: DeltaTable(uri))  # a recovering instance rolls it forward again
+    assert DeltaTable(topic.uri).version() == version
+    assert topic.read().num_rows == 3
+    assert log.last_decided() == batch
+
+
+def test_a_newer_instance_fences_the_older_one(setup, tmp_path):
+    topic, first = setup
+    second = TransactionLog(str(tmp_path / "txlog"), "app/subtopology-0")
+    assert second.register("second") == first.epoch + 1
+    with pytest.raises(ProducerFencedError, match="was fenced") as info:
+        first.decide(staged_batch(topic, 0, records(["a"])))
+    assert (info.value.epoch, info.value.current_epoch) == (0, 1)
+    assert second.last_decided() is None  # the zombie's batch was never decided
+    second.decide(staged_batch(topic, 0, records(["b"])))
+    assert second.last_decided().seq == 0
