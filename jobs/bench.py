@@ -1,0 +1,243 @@
+"""Benchmarks of the pageview job, compared in the same run with what a user would otherwise use.
+
+    python -m jobs.bench            # 5M events, commit intervals 100 ms / 1 s / 10 s, scaling to 16M
+    python -m jobs.bench --quick    # 1M events, under 10 minutes on 2 cores
+
+All runs share one SparkSession and one generated input. Catch-up runs (all input present) bound
+every micro-batch by ``interval x 1M events/s`` records (100k at 100 ms, 1M at 1 s, all at 10 s),
+for deltastreams and for plain Structured Streaming alike: a longer commit interval commits more
+records at a time, as it does in Kafka Streams. Throughput is events / seconds from starting the
+queries to the last output committed. Output: ``bench-results/<timestamp>/`` (results.json,
+throughput.png, latency.png, summary.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+
+from conf import StreamsConfig
+from jobs.bench_baselines import plain_structured_streaming, pyarrow_groupby
+from jobs.bench_latency import steady_latency
+from jobs.bench_report import write_report
+from jobs.pageview import INPUT_TOPIC, build_topology, generate, read_results
+from sinks import create_topic, topic_uri
+from streams.app import StreamsApp
+
+WINDOW_MS, GRACE_MS, PARTITIONS = 5000, 10_000, 3
+NOMINAL_RATE = 1_000_000  # events/s: how a commit interval turns into a batch bound
+
+
+@dataclass(frozen=True)
+class Plan:
+    events: int
+    intervals: tuple[int, ...]
+    latency_intervals: tuple[int, ...]
+    latency_rate: int
+    latency_seconds: float
+    scaling: tuple[int, ...]
+    restore_keys: int
+
+    warm_up: bool = True
+
+    @classmethod
+    def of(cls, quick: bool, events: int | None, smoke: bool = False) -> Plan:
+        if smoke:  # the test suite's check that the benchmark runs end to end
+            return cls(events or 20_000, (1000,), (1000,), 2_000, 5, (), 2_000, warm_up=False)
+        if quick:
+            return cls(events or 1_000_000, (100, 1000), (100, 1000), 20_000, 15, (), 200_000)
+        return cls(events or 5_000_000, (100, 1000, 10_000), (100, 1000, 10_000), 20_000, 30, (1_000_000, 4_000_000, 16_000_000), 1_000_000)
+
+
+def batch_records(interval_ms: int, events: int) -> int:
+    return max(50_000, min(events, NOMINAL_RATE * interval_ms // 1000))
+
+
+class MemorySampler(threading.Thread):
+    """Peak resident memory of this process and all its descendants (JVM, Python workers)."""
+
+    def __init__(self) -> None:
+        super().__init__(name="memory-sampler", daemon=True)
+        self.peak_mb = 0.0
+        self.running = True
+
+    def _tree_rss_mb(self) -> float:
+        children: dict[int, list[int]] = {}
+        rss: dict[int, int] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                children.setdefault(int(fields[1]), []).append(int(entry))
+                rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            except (OSError, IndexError, ValueError):
+                continue
+        total, stack = 0, [os.getpid()]
+        while stack:
+            pid = stack.pop()
+            total += rss.get(pid, 0)
+            stack += children.get(pid, [])
+        return total / 2**20
+
+    def run(self) -> None:
+        while self.running:
+            self.peak_mb = max(self.peak_mb, self._tree_rss_mb())
+            time.sleep(0.5)
+
+
+def _run_root(base: Path, name: str, input_root: Path) -> str:
+    """A fresh root whose input topic is the shared generated one (symlinked)."""
+    root = base / name
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "topics").mkdir(parents=True)
+    os.symlink(topic_uri(str(input_root), INPUT_TOPIC), root / "topics" / INPUT_TOPIC)
+    return str(root)
+
+
+def run_deltastreams(spark, root: str, *, guarantee: str, interval_ms: int, events: int) -> float:
+    config = StreamsConfig.load(
+        {
+            "application_id": "bench",
+            "root": root,
+            "processing_guarantee": guarantee,
+            "commit_interval_ms": interval_ms,
+            "num_partitions": PARTITIONS,
+            "max_records_per_batch": batch_records(interval_ms, events),
+        }
+    )
+    app = StreamsApp(build_topology(window_ms=WINDOW_MS, grace_ms=GRACE_MS), config, spark=spark)
+    started = time.perf_counter()
+    app.run(until_caught_up=True, timeout_s=3600)
+    return time.perf_counter() - started
+
+
+def measure_restore(base: Path, keys: int) -> dict:
+    """A store of ``keys`` entries rebuilt from its changelog, then reopened from local files."""
+    from state.task_stores import ChangelogPosition, TaskStores
+
+    root = str(base / "restore")
+    topic = create_topic(root, "bench-store-changelog", partitions=1, key_type=pa.binary(), value_type=pa.binary())
+    key_column = pa.array([i.to_bytes(8, "big") + b"key" for i in range(keys)], pa.binary())
+    topic.append(pa.table({"partition": pa.array([0] * keys, pa.int32()), "key": key_column, "value": key_column, "timestamp": pa.array([0] * keys, pa.int64())}))
+    position = ChangelogPosition(topic.uri, topic.delta_table().metadata().id, 0, keys, ())
+    timings = {}
+    for label in ("from_changelog_s", "from_local_s"):
+        stores = TaskStores(f"{root}/state", "bench", "0_0", {"store": position})
+        started = time.perf_counter()
+        opened = stores.open()
+        timings[label] = time.perf_counter() - started
+        assert len(list(opened["store"].range())) == keys
+        stores.close()
+    return {"keys": keys, **timings}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="1M events, fewer runs: under 10 minutes")
+    parser.add_argument("--events", type=int, default=None)
+    parser.add_argument("--out", default="bench-results")
+    parser.add_argument("--work-dir", default=None, help="where data goes (default: a temporary directory)")
+    parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    plan = Plan.of(args.quick, args.events, args.smoke)
+    started_at = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = Path(args.out) / started_at
+    base = Path(args.work_dir or tempfile.mkdtemp(prefix="deltastreams-bench-"))
+    sampler = MemorySampler()
+    sampler.start()
+
+    import deltalake
+    import pyspark
+
+    from streams._internal.runtime.spark import spark_session
+
+    spark = spark_session(StreamsConfig.load({"application_id": "bench"}))
+    results = {
+        "started": started_at,
+        "command": "python -m jobs.bench" + (" --quick" if args.quick else ""),
+        "events": plan.events,
+        "cores": os.cpu_count(),
+        "versions": {"python": platform.python_version(), "pyspark": pyspark.__version__, "deltalake": deltalake.__version__, "pyarrow": pa.__version__},
+        "intervals_ms": list(plan.intervals),
+        "batch_records": {str(i): batch_records(i, plan.events) for i in plan.intervals},
+        "events_per_s": {},
+        "seconds": {},
+        "latency_ms": {},
+        "scaling": {},
+    }
+    input_root = base / "input"
+    print(f"generating {plan.events:,} events ...", flush=True)
+    generate(str(input_root), plan.events, seed=1, batches=max(1, plan.events // 50_000))
+
+    if plan.warm_up:
+        print("warming up (JIT, Python workers) ...", flush=True)
+        warm = base / "warm"
+        generate(str(warm), 50_000, seed=2, batches=2)
+        run_deltastreams(spark, _run_root(base, "warm-ds", warm), guarantee="exactly_once", interval_ms=1000, events=50_000)
+        plain_structured_streaming(spark, str(warm), events=50_000, records_per_batch=25_000, interval_ms=1000, partitions=PARTITIONS, window_ms=WINDOW_MS, grace_ms=GRACE_MS)
+
+    for interval in plan.intervals:
+        for guarantee in ("exactly_once", "at_least_once"):
+            root = _run_root(base, f"{guarantee}-{interval}", input_root)
+            seconds = run_deltastreams(spark, root, guarantee=guarantee, interval_ms=interval, events=plan.events)
+            results["seconds"][f"{guarantee}@{interval}"] = seconds
+            results["events_per_s"][f"{guarantee}@{interval}"] = plan.events / seconds
+            print(f"  {guarantee}@{interval}ms: {plan.events / seconds:,.0f} events/s ({seconds:.1f} s)", flush=True)
+        eos = read_results(str(base / f"exactly_once-{interval}"))
+        alos = read_results(str(base / f"at_least_once-{interval}"))
+        results.setdefault("eos_equals_alos", {})[str(interval)] = eos.equals(alos)
+        seconds = plain_structured_streaming(
+            spark, str(input_root), events=plan.events, records_per_batch=batch_records(interval, plan.events), interval_ms=interval, partitions=PARTITIONS, window_ms=WINDOW_MS, grace_ms=GRACE_MS
+        )
+        results["seconds"][f"spark_structured_streaming@{interval}"] = seconds
+        results["events_per_s"][f"spark_structured_streaming@{interval}"] = plan.events / seconds
+        print(f"  plain Structured Streaming@{interval}ms: {plan.events / seconds:,.0f} events/s ({seconds:.1f} s)", flush=True)
+    if 1000 in plan.intervals:
+        results["events_per_s"]["spark_structured_streaming"] = results["events_per_s"]["spark_structured_streaming@1000"]
+
+    seconds, _ = pyarrow_groupby(str(input_root), window_ms=WINDOW_MS)
+    results["events_per_s"]["pyarrow"] = plan.events / seconds
+    print(f"  pyarrow group-by: {plan.events / seconds:,.0f} events/s", flush=True)
+
+    for interval in plan.latency_intervals:
+        for guarantee in ("exactly_once", "at_least_once"):
+            root = base / f"latency-{guarantee}-{interval}"
+            stats = steady_latency(spark, str(root), guarantee=guarantee, interval_ms=interval, rate=plan.latency_rate, duration_s=plan.latency_seconds)
+            results["latency_ms"][f"{guarantee}@{interval}"] = stats
+            print(f"  latency {guarantee}@{interval}ms: {stats}", flush=True)
+
+    for n in plan.scaling:
+        scale_input = base / f"scale-input-{n}"
+        generate(str(scale_input), n, seed=3, batches=max(1, n // 50_000))
+        seconds = run_deltastreams(spark, _run_root(base, f"scale-{n}", scale_input), guarantee="exactly_once", interval_ms=1000, events=n)
+        results["scaling"][str(n)] = seconds
+        print(f"  scaling {n:,}: {seconds:.1f} s ({seconds / n * 1e6:.2f} µs/event)", flush=True)
+        shutil.rmtree(scale_input, ignore_errors=True)
+
+    results["restore"] = measure_restore(base, plan.restore_keys)
+    print(f"  restore: {results['restore']}", flush=True)
+    sampler.running = False
+    results["peak_memory_mb"] = sampler.peak_mb
+    write_report(results, out)
+    print((out / "summary.md").read_text())
+    print(f"results in {out}", file=sys.stderr)
+    if not args.work_dir:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

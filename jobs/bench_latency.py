@@ -1,0 +1,95 @@
+"""End-to-end latency of the pageview job on a steady stream.
+
+A generator appends ``rate`` events per second, in appends every 100 ms, with event time = the
+wall-clock time of the append (no late records). The job runs meanwhile. An output revision
+carries the largest event time of its window so far, i.e. the append time of the newest input
+record that produced it, so its latency is the commit time of the output's Delta version minus
+that timestamp.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from conf import StreamsConfig
+from jobs.pageview import INPUT_TOPIC, OUTPUT_TOPIC, build_topology
+from jobs.pageview_data import VALUE_TYPE, generate_events
+from sinks import Topic, create_topic
+from sinks._internal.delta_log import files_added
+from streams.app import StreamsApp
+
+
+class SteadyGenerator(threading.Thread):
+    def __init__(self, topic: Topic, rate: int, duration_s: float) -> None:
+        super().__init__(name="steady-generator", daemon=True)
+        self.topic, self.rate, self.duration_s = topic, rate, duration_s
+        self.appended = 0
+
+    def run(self) -> None:
+        table = self.topic.delta_table()
+        offsets = self.topic.end_offsets()
+        per_append = max(1, self.rate // 10)
+        deadline = time.monotonic() + self.duration_s
+        tick = time.monotonic()
+        while tick < deadline:
+            events = generate_events(per_append, seed=self.appended, late_fraction=0.0, first_index=self.appended)
+            now = int(time.time() * 1000)
+            events = events.set_column(2, "timestamp", pa.array(np.full(per_append, now, dtype=np.int64)))
+            files = self.topic.prepare_files(events, offsets)
+            self.topic.commit(files, table=table)
+            table.update_incremental()
+            for f in files:
+                offsets[f.partition] = f.max_offset + 1
+            self.appended += per_append
+            tick += 0.1
+            time.sleep(max(0.0, tick - time.monotonic()))
+
+
+def output_latencies(root: str) -> np.ndarray:
+    """Latency (ms) of every committed output record: its version's commit time minus its
+    timestamp."""
+    output = Topic.open(root, OUTPUT_TOPIC)
+    commit_time = {h["version"]: h["timestamp"] for h in output.delta_table().history()}
+    latencies = []
+    for version in sorted(commit_time):
+        if version == 0:
+            continue
+        files = files_added(output.uri, version - 1, version)
+        if files:
+            stamps = output.read_files(files).column("timestamp").to_numpy()
+            latencies.append(commit_time[version] - stamps)
+    return np.concatenate(latencies) if latencies else np.zeros(0)
+
+
+def steady_latency(spark, root: str, *, guarantee: str, interval_ms: int, rate: int, duration_s: float) -> dict:
+    topic = create_topic(root, INPUT_TOPIC, partitions=2, key_type=pa.string(), value_type=VALUE_TYPE, key_column="user_id")
+    config = StreamsConfig.load(
+        {
+            "application_id": f"latency-{guarantee}-{interval_ms}",
+            "root": root,
+            "processing_guarantee": guarantee,
+            "commit_interval_ms": interval_ms,
+            "num_partitions": 3,
+            "max_records_per_batch": 1_000_000,
+        }
+    )
+    app = StreamsApp(build_topology(), config, spark=spark)
+    app.start()
+    generator = SteadyGenerator(topic, rate, duration_s)
+    # Start appending once both queries run, so start-up does not count as latency.
+    while len(app.queries) < len(app.topology.subtopologies):
+        app._start_ready_queries()
+        time.sleep(0.1)
+    time.sleep(2.0)
+    generator.start()
+    generator.join()
+    app.run(until_caught_up=True, timeout_s=600)
+    latencies = output_latencies(root)
+    if latencies.size == 0:
+        return {"p50": None, "p95": None, "p99": None, "records": 0, "events": generator.appended}
+    p50, p95, p99 = np.percentile(latencies, [50, 95, 99])
+    return {"p50": float(p50), "p95": float(p95), "p99": float(p99), "records": int(latencies.size), "events": generator.appended}
