@@ -144,14 +144,20 @@ class StreamsApp:
             )
             log.info("sub-topology %d started (%s mode, %d tasks)", sub.id, runner.compiled.mode, runner.tasks)
 
-    def stop(self, *, graceful_timeout_s: float = 30.0) -> None:
-        """Stop every query, each between two micro-batches if it gets there within the timeout,
-        so a clean stop never leaves a batch half done (which at-least-once would replay)."""
+    def stop(self, *, graceful_timeout_s: float = 60.0) -> None:
+        """Stop between micro-batches: no new batch starts, the running one finishes and Spark
+        records it, then the queries stop. A clean stop thus never leaves a batch half done
+        (which at-least-once would replay)."""
         deadline = time.monotonic() + graceful_timeout_s
+        for runner in self.runners.values():
+            runner.stopping = True
         ids = []
-        for query in self.queries.values():
+        for sub_id, query in self.queries.items():
             ids.append(str(query.id))
-            while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+            runner = self.runners[sub_id]
+            with runner.in_batch:  # waits for the batch in flight, if any
+                pass
+            while query.isActive and self._last_committed_batch(query) < runner.last_batch_id and time.monotonic() < deadline:
                 time.sleep(0.02)
             try:
                 query.stop()
@@ -177,6 +183,12 @@ class StreamsApp:
 
     # -- running ------------------------------------------------------------------------------
 
+    @staticmethod
+    def _last_committed_batch(query) -> int:
+        """Id of the last batch Spark recorded as done (progress is posted after its commit log)."""
+        progress = query.lastProgress
+        return -1 if progress is None else int(progress["batchId"])
+
     def consumed_version(self, sub_id: int) -> int:
         """Source version the sub-topology's query has committed up to (-1: none)."""
         query = self.queries.get(sub_id)
@@ -194,7 +206,7 @@ class StreamsApp:
     def _raise_failures(self) -> None:
         for sub_id, query in self.queries.items():
             error = query.exception()
-            if error is not None:
+            if error is not None and not self.runners[sub_id].stopping:
                 self.stop()
                 raise DeltaStreamsError(f"sub-topology {sub_id} failed: {root_cause(error)}") from None
 

@@ -52,10 +52,10 @@ def test_at_least_once_under_the_same_kills_duplicates_what_exactly_once_does_no
 
 
 def test_a_second_instance_fences_the_first_and_output_stays_exactly_once(tmp_path):
-    generate(str(tmp_path), 12_000, seed=13, late_fraction=0.1, max_lateness_ms=20_000, batches=24, events_per_second=crash_harness.EVENTS_PER_SECOND)
-    # The first instance crawls (small, slow batches) so it is still busy when the second takes
-    # over; the second catches up in big batches. Both are the same application.
-    slow = crash_harness.job_command(str(tmp_path), "exactly_once", "revisions", 500, commit_interval_ms=1500)
+    generate(str(tmp_path), 20_000, seed=13, late_fraction=0.1, max_lateness_ms=20_000, batches=40, events_per_second=crash_harness.EVENTS_PER_SECOND)
+    # The first instance crawls (40 small batches, one every 2.5 s) so it is still busy when the
+    # second takes over; the second catches up in big batches. Both are the same application.
+    slow = crash_harness.job_command(str(tmp_path), "exactly_once", "revisions", 500, commit_interval_ms=2500)
     fast = crash_harness.job_command(str(tmp_path), "exactly_once", "revisions", 100_000)
     env = {k: v for k, v in os.environ.items() if k != "DELTASTREAMS_CRASH_AT"}
     log_dir = tmp_path / "logs"

@@ -36,6 +36,19 @@ class TopicTarget:
     staging: bool = False
     """Several tasks write each partition (a repartition topic): write Arrow IPC to be merged."""
 
+    def layout_for(self, schema: pa.Schema) -> TopicLayout:
+        """The topic's layout, or the one records of ``schema`` give it if it does not exist yet."""
+        if self.layout is not None:
+            return self.layout
+        return TopicLayout.of(
+            partitions=self.partitions,
+            key_type=schema.field("key").type,
+            value_type=schema.field("value").type,
+            key_column=self.key_column,
+            value_column=self.value_column,
+            windowed="window_start" in schema.names,
+        )
+
 
 @dataclass(frozen=True)
 class BatchSpec:

@@ -13,7 +13,6 @@ import logging
 
 import pyarrow as pa
 
-from sinks.topics import TopicLayout
 from state import ChangeLoggingStore, InMemoryKeyValueStore
 from streams._internal.processing.task import TaskProcessor
 from topology.graph import Topology
@@ -50,18 +49,7 @@ def create_typed_topics(topology: Topology, registry, executor_topology: Topolog
         for topic, table in result.outputs.items():
             if registry.exists(topic) or not _typed(table.schema):
                 continue
-            target = registry.target(topic)
-            registry.ensure_created(
-                topic,
-                TopicLayout.of(
-                    partitions=target.partitions,
-                    key_type=table.schema.field("key").type,
-                    value_type=table.schema.field("value").type,
-                    key_column=target.key_column,
-                    value_column=target.value_column,
-                    windowed="window_start" in table.column_names,
-                ),
-            )
+            registry.ensure_created(topic, registry.target(topic).layout_for(table.schema))
             created.append(topic)
     if created:
         log.info("created topics %s from the topology's types", created)

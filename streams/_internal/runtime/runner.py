@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -82,8 +83,16 @@ class BatchMetrics:
         return f"sub-topology {self.subtopology} batch {self.batch_id} [ms] driver: {driver} | tasks (summed): {tasks}"
 
 
+class StopRequested(Exception):
+    """Raised at the start of a micro-batch once the application is stopping: the batch does
+    nothing, and Spark does not mark it done."""
+
+
 class SubtopologyRunner:
     def __init__(self, runtime, compiled: CompiledSubtopology) -> None:
+        self.stopping = False
+        self.in_batch = threading.Lock()
+        self.last_batch_id = -1
         self.runtime = runtime
         self.compiled = compiled
         self.sub = compiled.subtopology
@@ -174,6 +183,15 @@ class SubtopologyRunner:
         return [TaskOutcome.from_json(text) for text in texts]
 
     def __call__(self, batch_df, batch_id: int) -> None:
+        if self.stopping:
+            raise StopRequested(f"sub-topology {self.sub.id} is stopping")
+        with self.in_batch:
+            if self.stopping:
+                raise StopRequested(f"sub-topology {self.sub.id} is stopping")
+            self._run_batch(batch_df, batch_id)
+            self.last_batch_id = batch_id
+
+    def _run_batch(self, batch_df, batch_id: int) -> None:
         started_at = time.time()
         started = time.perf_counter()
         phases = Phases()

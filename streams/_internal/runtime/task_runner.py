@@ -15,31 +15,18 @@ import time
 
 import pyarrow as pa
 
-from sinks.topics import Topic, TopicLayout
+from sinks.topics import Topic
 from state.task_stores import TaskStores, changelog_records
 from streams._internal.processing.task import TaskProcessor
 from streams._internal.runtime.batch import BatchSpec, TaskOutcome, TopicTarget, WrittenFile, schema_to_text
 from streams._internal.runtime.timing import Phases
 
 
-def _layout_for(target: TopicTarget, records: pa.Table) -> TopicLayout:
-    if target.layout is not None:
-        return target.layout
-    return TopicLayout.of(
-        partitions=target.partitions,
-        key_type=records.schema.field("key").type,
-        value_type=records.schema.field("value").type,
-        key_column=target.key_column,
-        value_column=target.value_column,
-        windowed="window_start" in records.column_names,
-    )
-
-
 def write_records(target: TopicTarget, records: pa.Table, writer: int) -> list[WrittenFile]:
     """Write ``records`` (record form with ``partition``, no offsets) as one file per partition."""
     if records.num_rows == 0:
         return []
-    layout = _layout_for(target, records)
+    layout = target.layout_for(records.schema)
     topic = Topic(target.physical, target.uri, layout)
     next_offsets = dict(enumerate(target.next_offsets)) if target.next_offsets else {}
     files = topic.prepare_files(records, next_offsets, staging=target.staging)
