@@ -70,6 +70,9 @@ def _summary(results: dict, plots: list[str]) -> str:
         ratio = lambda x, y: f"{x / y:.2f}" if x and y else "-"  # noqa: E731
         fmt = lambda x: f"{x:,.0f}" if x else "-"  # noqa: E731
         lines.append(f"| {interval} ms | {fmt(e)} | {fmt(a)} | {ratio(e, a)} | {fmt(p)} | {ratio(e, p)} |")
+    steady = results.get("events_per_s_steady", {})
+    if steady:
+        lines += ["", "Steady part of each run (first batch started to last batch done, without query start-up): " + ", ".join(f"{k} {v:,.0f}/s" for k, v in steady.items()) + "."]
     lines += ["", f"pyarrow group-by, one process: {eps.get('pyarrow', 0):,.0f} events/s (no order, no state, no commits).", ""]
     if results.get("latency_ms"):
         lines += ["| latency (steady stream) | p50 ms | p95 ms | p99 ms | output records |", "|---|---|---|---|---|"]
@@ -86,7 +89,7 @@ def _summary(results: dict, plots: list[str]) -> str:
         r = results["restore"]
         lines += [f"Restore of a {r['keys']:,}-key store: from its changelog {r['from_changelog_s']:.2f} s, from its local files {r['from_local_s']:.3f} s.", ""]
     if results.get("peak_memory_mb"):
-        lines += [f"Peak memory of the whole job (driver, JVM, Python workers): {results['peak_memory_mb']:,.0f} MB.", ""]
+        lines += [f"Peak memory of a deltastreams run (driver, JVM, Python workers): {results['peak_memory_mb']:,.0f} MB.", ""]
     lines += [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"
 

@@ -18,7 +18,9 @@ _DEFAULTS = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "200000",
     "spark.python.worker.reuse": "true",
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
-    "spark.driver.memory": "4g",
+    # Records stay in Python workers (tasks read their own files); the JVM holds plans and state
+    # of Spark's own, so a 2 GiB heap keeps the whole job's footprint well under 4 GiB.
+    "spark.driver.memory": "2g",
     # Python workers connecting back to a busy JVM on 2 loaded cores can take longer than the 15 s
     # default; a timeout there kills the query.
     "spark.python.authenticate.socketTimeout": "120s",
