@@ -24,8 +24,9 @@ def _plot(results: dict, out: Path) -> list[str]:
     if results["events_per_s"].get("pyarrow"):
         ax.axhline(results["events_per_s"]["pyarrow"] / 1e3, linestyle="--", color="grey", label="pyarrow, 1 process")
     ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel("commit interval (ms)")
-    ax.set_ylabel("throughput (k events/s)")
+    ax.set_ylabel("throughput (k events/s, log scale)")
     ax.set_title(f"pageview windowed count, {results['events']:,} events, {results['cores']} cores")
     ax.legend()
     fig.tight_layout()
