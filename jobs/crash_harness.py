@@ -106,7 +106,9 @@ def run_once(command: list[str], *, crash_at: str | None, kill_after_s: float | 
     return ended
 
 
-def run_trials(root: str, *, trials: int, guarantee: str, emit: str, max_records: int, seed: int, log) -> Report:
+def run_trials(root: str, *, trials: int, guarantee: str, emit: str, max_records: int, seed: int, log, append_per_trial: int = 0) -> Report:
+    """``append_per_trial`` new events arrive before every trial, so each trial has work to be
+    killed in, however many trials there are."""
     rng = random.Random(seed)
     report = Report(guarantee, emit)
     command = job_command(root, guarantee, emit, max_records)
@@ -117,7 +119,9 @@ def run_trials(root: str, *, trials: int, guarantee: str, emit: str, max_records
             point = points[trial % len(points)] if trial < len(points) else rng.choice(points)
             crash, delay, label = f"{point}@{rng.randint(1, 3)}", None, point
         else:
-            crash, delay, label = None, rng.uniform(4.0, 25.0), "random"
+            crash, delay, label = None, rng.uniform(10.0, 45.0), "random"  # start-up takes ~20 s
+        if append_per_trial and trial:
+            generate(root, append_per_trial, seed=seed + trial, late_fraction=0.1, max_lateness_ms=20_000, batches=1, events_per_second=EVENTS_PER_SECOND)
         print(f"trial {trial + 1}/{trials}: {label if crash is None else crash}", file=log, flush=True)
         ended = run_once(command, crash_at=crash, kill_after_s=delay, log=log)
         report.trials += 1
@@ -300,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--appends", type=int, default=8)
+    parser.add_argument("--append-per-trial", type=int, default=1_500, help="new events before each trial after the first")
     parser.add_argument("--max-records-per-batch", type=int, default=1_500)
     parser.add_argument("--guarantee", choices=("exactly_once", "at_least_once"), default="exactly_once")
     parser.add_argument("--emit", choices=("revisions", "final"), default="revisions")
@@ -313,7 +318,16 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     generate(root, args.events, seed=args.seed, late_fraction=0.1, max_lateness_ms=20_000, batches=args.appends, events_per_second=EVENTS_PER_SECOND)
     with open(args.log or Path(root) / "harness.log", "a") as log:
-        report = run_trials(root, trials=args.trials, guarantee=args.guarantee, emit=args.emit, max_records=args.max_records_per_batch, seed=args.seed, log=log)
+        report = run_trials(
+            root,
+            trials=args.trials,
+            guarantee=args.guarantee,
+            emit=args.emit,
+            max_records=args.max_records_per_batch,
+            seed=args.seed,
+            log=log,
+            append_per_trial=args.append_per_trial,
+        )
     check(root, report)
     report.seconds = time.monotonic() - started
     print(report.summary())
