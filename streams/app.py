@@ -1,14 +1,15 @@
 """StreamsApp: run a topology on Spark, one Structured Streaming query per sub-topology.
 
->>> app = StreamsApp(topology, StreamsConfig.load({"application_id": "pageviews", "root": "/data"}))
->>> app.run(until_caught_up=True)     # or app.start(); ...; app.stop()
+    app = StreamsApp(topology, StreamsConfig.load({"application_id": "pageviews", "root": "/data"}))
+    app.run(until_caught_up=True)     # or: app.start(); ...; app.stop()
 
-Each query reads its source topic by Delta versions (offsets in its checkpoint under
-``<root>/checkpoints/<application_id>/subtopology-<n>``), runs one task per source partition, and
-commits each micro-batch (every ``commit_interval_ms``). Queries whose source is a repartition
-topic start once the upstream query has created that topic. ``until_caught_up`` stops every query
-once it has consumed all input present at start (for downstream queries: all their upstream
-wrote).
+Each query reads its source topic by Delta versions, runs one task per source partition, and
+commits each micro-batch (every ``commit_interval_ms``). Spark checkpoints live under
+``<root>/checkpoints/<application_id>/``: one per sub-topology under at_least_once; under
+exactly_once one per instance, progress being in the transaction logs. Output topics whose types
+the topology fixes are created at start, so all queries start together; the others start once
+their source topic exists. ``until_caught_up`` stops every query once it has consumed all input
+present at start (for downstream queries: all their upstream wrote).
 """
 
 from __future__ import annotations

@@ -1,0 +1,14 @@
+"""The examples in the public modules' docstrings run (STYLE: examples run under doctest)."""
+
+import doctest
+
+import pytest
+
+import streams
+import streams.testing
+
+
+@pytest.mark.parametrize("module", [streams, streams.testing], ids=lambda m: m.__name__)
+def test_docstring_examples_run(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
