@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from sinks._internal import delta_log
-from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, read_data_file, write_partition_file
+from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, read_data_file, under_root, write_partition_file
 from sinks.partitioner import partitions_for
 from streams.errors import RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError
 
@@ -38,8 +38,7 @@ _RESERVED = (PARTITION, OFFSET, TIMESTAMP, WINDOW_START, WINDOW_END)
 
 
 def topic_uri(root: str | Path, name: str) -> str:
-    root = str(root)
-    return f"{root.rstrip('/')}/topics/{name}" if "://" in root else str(Path(root).absolute() / "topics" / name)
+    return under_root(str(root), "topics", name)
 
 
 @dataclass(frozen=True)

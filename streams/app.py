@@ -19,7 +19,6 @@ import logging
 import re
 import threading
 import time
-from pathlib import Path
 
 from conf import StreamsConfig
 from sinks.topics import Topic, check_expected_types
@@ -70,7 +69,7 @@ class StreamsApp:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def checkpoint(self, sub: SubTopology) -> str:
-        return str(self.committer.checkpoint_dir(Path(self.config.root) / "checkpoints" / self.config.application_id, sub.id))
+        return self.committer.checkpoint_dir(self.config.root, sub.id)
 
     def start(self) -> None:
         self._check_sources()

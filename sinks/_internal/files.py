@@ -11,6 +11,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -47,6 +48,15 @@ class DataFile:
                 "nullCount": {OFFSET: 0, TIMESTAMP: 0},
             }
         )
+
+
+def under_root(root: str, *parts: str) -> str:
+    """A path under the application's root: a URI stays a URI (``pathlib`` would turn
+    ``s3://b`` into ``s3:/b``), a local path becomes absolute."""
+    root = str(root)
+    if "://" in root:
+        return "/".join([root.rstrip("/"), *parts])
+    return str(Path(root).absolute().joinpath(*parts))
 
 
 def filesystem_for(uri: str) -> tuple[pafs.FileSystem, str]:

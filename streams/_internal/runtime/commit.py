@@ -14,12 +14,11 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from deltalake import DeltaTable
 
 from sinks._internal.delta_log import commit_files
-from sinks._internal.files import DataFile
+from sinks._internal.files import DataFile, under_root
 from sinks.transaction import DecidedBatch, TablePublication, TransactionLog
 from streams._internal.runtime.batch import WrittenFile
 from streams._internal.runtime.consolidate import by_topic, consolidate
@@ -61,8 +60,8 @@ class AtLeastOnceCommitter:
     def start_version(self, subtopology: int) -> int:
         return -1  # Spark's checkpoint knows where the query was
 
-    def checkpoint_dir(self, base: Path, subtopology: int) -> Path:
-        return base / f"subtopology-{subtopology}"
+    def checkpoint_dir(self, root: str, subtopology: int) -> str:
+        return under_root(root, "checkpoints", self.registry.config.application_id, f"subtopology-{subtopology}")
 
     def commit(self, subtopology: int, batch_id: int, written: list[WrittenFile], source: tuple[int, int]) -> Published:
         started = time.perf_counter()
@@ -99,9 +98,7 @@ class ExactlyOnceCommitter:
         self.decided: dict[int, DecidedBatch | None] = {}
 
     def log_uri(self, subtopology: int) -> str:
-        root = self.config.root
-        base = f"{root.rstrip('/')}/transactions" if "://" in root else str(Path(root).absolute() / "transactions")
-        return f"{base}/{self.config.application_id}/subtopology-{subtopology}"
+        return under_root(self.config.root, "transactions", self.config.application_id, f"subtopology-{subtopology}")
 
     def txn_app_id(self, subtopology: int) -> str:
         return f"{self.config.application_id}/subtopology-{subtopology}"
@@ -124,10 +121,10 @@ class ExactlyOnceCommitter:
         last = self.decided.get(subtopology)
         return last.source_end if last is not None else -1
 
-    def checkpoint_dir(self, base: Path, subtopology: int) -> Path:
+    def checkpoint_dir(self, root: str, subtopology: int) -> str:
         # Progress lives in the transaction log; Spark's checkpoint belongs to this instance only,
         # so a zombie and its replacement never race on one offset log.
-        return base / self.instance / f"subtopology-{subtopology}"
+        return under_root(root, "checkpoints", self.config.application_id, self.instance, f"subtopology-{subtopology}")
 
     def commit(self, subtopology: int, batch_id: int, written: list[WrittenFile], source: tuple[int, int]) -> Published:
         started = time.perf_counter()
