@@ -289,7 +289,7 @@ def _check_read_committed(root, report) -> None:
             actions = read_commit(str(log_dir), version) or []
             info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
             entry = json.loads(info.get("deltastreams", "{}"))
-            for topic, publication in entry.get("tables", {}).items():
+            for publication in entry.get("tables", {}).values():
                 decided_files.update((publication["uri"], f["path"]) for f in publication["files"])
     for name in (OUTPUT_TOPIC, REPARTITION):
         topic = Topic.open(root, name)

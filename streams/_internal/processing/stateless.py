@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 from pyarrow import acero
 
-from streams._internal.processing.flow import SEQ, TIMESTAMP, WINDOW_END, WINDOW_START, BadRecords, Flow, flow_schema, infer_array
+from streams._internal.processing.flow import SEQ, TIMESTAMP, BadRecords, Flow, flow_schema, infer_array
 from streams.records import Windowed
 from topology.functions import UserFunction
 from topology.nodes import FilterNode, FlatMapNode, MapNode, MapValuesNode, Node, NullKeyFilterNode, PeekNode, SelectKeyNode
