@@ -1,0 +1,33 @@
+"""Peak memory of the pageview job run on its own: driver, JVM and Python workers together.
+
+    python -m jobs.pageview generate --root /tmp/pv5m --events 5000000 --batches 5
+    python -m jobs.bench_memory --root /tmp/pv5m --until-caught-up --max-records-per-batch 1000000
+
+Every argument goes to ``python -m jobs.pageview run``. ``jobs.bench`` reports peak memory too,
+but its process also hosts the plain-Spark runs, whose JVM heap does not shrink afterwards; this
+measures the job alone, as it would run in production.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from jobs.bench import MemorySampler
+
+
+def main(argv: list[str] | None = None) -> int:
+    run_args = sys.argv[1:] if argv is None else argv
+    sampler = MemorySampler()
+    sampler.start()
+    started = time.monotonic()
+    exit_code = subprocess.call([sys.executable, "-m", "jobs.pageview", "run", *run_args], stdout=subprocess.DEVNULL)
+    sampler.running = False
+    sampler.join()
+    print(f"peak memory {sampler.peak_mb:,.0f} MB (process tree), {time.monotonic() - started:.1f} s, exit code {exit_code}")
+    return exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
