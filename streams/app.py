@@ -6,9 +6,9 @@
 Each query reads its source topic by Delta versions, runs one task per source partition, and
 commits each micro-batch (every ``commit_interval_ms``). Spark checkpoints live under
 ``<root>/checkpoints/<application_id>/``: one per sub-topology under at_least_once; under
-exactly_once one per instance, progress being in the transaction logs. Output topics whose types
-the topology fixes are created at start, so all queries start together; the others start once
-their source topic exists. ``until_caught_up`` stops every query once it has consumed all input
+exactly_once one per instance and sub-topology (named by its epoch; the two newest are kept),
+progress being in the transaction logs. Output topics whose types the topology fixes are created
+at start, so all queries start together; the others start once their source topic exists. ``until_caught_up`` stops every query once it has consumed all input
 present at start (for downstream queries: all their upstream wrote).
 """
 

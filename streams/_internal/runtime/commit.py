@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
 
+import pyarrow.fs as pafs
 from deltalake import DeltaTable
 
 from sinks._internal.delta_log import commit_files
-from sinks._internal.files import DataFile, under_root
+from sinks._internal.files import DataFile, filesystem_for, under_root
 from sinks.transaction import DecidedBatch, TablePublication, TransactionLog
 from streams._internal.runtime.batch import WrittenFile
 from streams._internal.runtime.consolidate import by_topic, consolidate
@@ -114,6 +116,7 @@ class ExactlyOnceCommitter:
             if last is not None:
                 txlog.publish(last, lambda topic, uri: DeltaTable(uri))
             self.logs[sub.id], self.decided[sub.id] = txlog, last
+            self._remove_stale_checkpoints(sub.id, epoch)
             log.info("sub-topology %d: instance %s registered with epoch %d, resuming after source version %s",
                      sub.id, self.instance, epoch, last.source_end if last else "(start)")
 
@@ -122,9 +125,19 @@ class ExactlyOnceCommitter:
         return last.source_end if last is not None else -1
 
     def checkpoint_dir(self, root: str, subtopology: int) -> str:
-        # Progress lives in the transaction log; Spark's checkpoint belongs to this instance only,
-        # so a zombie and its replacement never race on one offset log.
-        return under_root(root, "checkpoints", self.config.application_id, self.instance, f"subtopology-{subtopology}")
+        # Progress lives in the transaction log; Spark's checkpoint belongs to this instance (its
+        # epoch) only, so a zombie and its replacement never race on one offset log.
+        return under_root(root, "checkpoints", self.config.application_id, f"subtopology-{subtopology}-epoch-{self.logs[subtopology].epoch}")
+
+    def _remove_stale_checkpoints(self, subtopology: int, epoch: int) -> None:
+        """Delete the checkpoints of instances two or more epochs back. The previous instance's
+        stays: it may still be running, and must end by being fenced, not by losing its files."""
+        fs, parent = filesystem_for(under_root(self.config.root, "checkpoints", self.config.application_id))
+        pattern = re.compile(rf"subtopology-{subtopology}-epoch-(\d+)")
+        for info in fs.get_file_info(pafs.FileSelector(parent, allow_not_found=True)):
+            match = pattern.fullmatch(info.base_name)
+            if match and int(match.group(1)) < epoch - 1:
+                fs.delete_dir(info.path)
 
     def commit(self, subtopology: int, batch_id: int, written: list[WrittenFile], source: tuple[int, int]) -> Published:
         started = time.perf_counter()
