@@ -43,6 +43,11 @@ so windows close (and emit-final emits) during a run."""
 REPARTITION = f"{APPLICATION_ID}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition"
 
 
+def append_events(root: str, events: int, *, seed: int, appends: int) -> None:
+    """Out-of-order pageviews (10% up to 20 s late), at the harness's event-time rate."""
+    generate(root, events, seed=seed, late_fraction=0.1, max_lateness_ms=20_000, batches=appends, events_per_second=EVENTS_PER_SECOND)
+
+
 @dataclass
 class Report:
     guarantee: str
@@ -121,7 +126,7 @@ def run_trials(root: str, *, trials: int, guarantee: str, emit: str, max_records
         else:
             crash, delay, label = None, rng.uniform(10.0, 45.0), "random"  # start-up takes ~20 s
         if append_per_trial and trial:
-            generate(root, append_per_trial, seed=seed + trial, late_fraction=0.1, max_lateness_ms=20_000, batches=1, events_per_second=EVENTS_PER_SECOND)
+            append_events(root, append_per_trial, seed=seed + trial, appends=1)
         print(f"trial {trial + 1}/{trials}: {label if crash is None else crash}", file=log, flush=True)
         ended = run_once(command, crash_at=crash, kill_after_s=delay, log=log)
         report.trials += 1
@@ -316,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {root} already holds topics; give a fresh directory", file=sys.stderr)
         return 2
     started = time.monotonic()
-    generate(root, args.events, seed=args.seed, late_fraction=0.1, max_lateness_ms=20_000, batches=args.appends, events_per_second=EVENTS_PER_SECOND)
+    append_events(root, args.events, seed=args.seed, appends=args.appends)
     with open(args.log or Path(root) / "harness.log", "a") as log:
         report = run_trials(
             root,

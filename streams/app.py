@@ -8,8 +8,9 @@ commits each micro-batch (every ``commit_interval_ms``). Spark checkpoints live 
 ``<root>/checkpoints/<application_id>/``: one per sub-topology under at_least_once; under
 exactly_once one per instance and sub-topology (named by its epoch; the two newest are kept),
 progress being in the transaction logs. Output topics whose types the topology fixes are created
-at start, so all queries start together; the others start once their source topic exists. ``until_caught_up`` stops every query once it has consumed all input
-present at start (for downstream queries: all their upstream wrote).
+at start, so all queries start together; the others start once their source topic exists.
+``until_caught_up`` stops every query once it has consumed all input present at start (for
+downstream queries: all their upstream wrote).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class StreamsApp:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def checkpoint(self, sub: SubTopology) -> str:
-        return self.committer.checkpoint_dir(self.config.root, sub.id)
+        return self.committer.checkpoint_dir(sub.id)
 
     def start(self) -> None:
         self._check_sources()

@@ -17,7 +17,7 @@ def start_instance(root) -> ExactlyOnceCommitter:
     committer = ExactlyOnceCommitter(TopicRegistry(config, topology))
     committer.recover(topology.subtopologies)
     for sub in topology.subtopologies:
-        os.makedirs(os.path.join(committer.checkpoint_dir(str(root), sub.id), "offsets"))
+        os.makedirs(os.path.join(committer.checkpoint_dir(sub.id), "offsets"))
     return committer
 
 
@@ -32,4 +32,4 @@ def test_each_instance_gets_its_own_checkpoint_and_those_two_epochs_back_are_del
         # The two oldest are gone; the previous instance's stays (it may still be running and
         # must end by being fenced), beside the live one's.
         assert kept == [f"subtopology-{sub}-epoch-{epoch}" for epoch in epochs[2:]]
-        assert instances[-1].checkpoint_dir(str(tmp_path), sub) == str(checkpoints / f"subtopology-{sub}-epoch-{epochs[3]}")
+        assert instances[-1].checkpoint_dir(sub) == str(checkpoints / f"subtopology-{sub}-epoch-{epochs[3]}")

@@ -10,7 +10,6 @@ import time
 import pytest
 
 from jobs import crash_harness
-from jobs.pageview import generate
 from sinks.transaction import TransactionLog
 from streams._internal.runtime.crashpoints import POINTS
 
@@ -18,7 +17,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def harness(root, *, trials, guarantee, emit="revisions", events=6000, max_records=1000):
-    generate(str(root), events, seed=11, late_fraction=0.1, max_lateness_ms=20_000, batches=6, events_per_second=crash_harness.EVENTS_PER_SECOND)
+    crash_harness.append_events(str(root), events, seed=11, appends=6)
     with open(root / "harness.log", "a") as log:
         report = crash_harness.run_trials(str(root), trials=trials, guarantee=guarantee, emit=emit, max_records=max_records, seed=3, log=log)
     crash_harness.check(str(root), report)
@@ -40,7 +39,7 @@ def test_emit_final_survives_kills_with_one_result_per_closed_window(tmp_path):
 
 def test_at_least_once_under_the_same_kills_duplicates_what_exactly_once_does_not(tmp_path):
     # The harness's checks can fail: at-least-once, killed in the middle of publishing, must show it.
-    generate(str(tmp_path), 6000, seed=11, late_fraction=0.1, max_lateness_ms=20_000, batches=6, events_per_second=crash_harness.EVENTS_PER_SECOND)
+    crash_harness.append_events(str(tmp_path), 6000, seed=11, appends=6)
     command = crash_harness.job_command(str(tmp_path), "at_least_once", "revisions", 1000)
     with open(tmp_path / "harness.log", "a") as log:
         assert crash_harness.run_once(command, crash_at="before_spark_commit@2", kill_after_s=None, log=log) == "crash-point"
@@ -51,7 +50,7 @@ def test_at_least_once_under_the_same_kills_duplicates_what_exactly_once_does_no
 
 
 def test_a_second_instance_fences_the_first_and_output_stays_exactly_once(tmp_path):
-    generate(str(tmp_path), 20_000, seed=13, late_fraction=0.1, max_lateness_ms=20_000, batches=40, events_per_second=crash_harness.EVENTS_PER_SECOND)
+    crash_harness.append_events(str(tmp_path), 20_000, seed=13, appends=40)
     # The first instance crawls (40 small batches, one every 2.5 s) so it is still busy when the
     # second takes over; the second catches up in big batches. Both are the same application.
     slow = crash_harness.job_command(str(tmp_path), "exactly_once", "revisions", 500, commit_interval_ms=2500)

@@ -44,6 +44,11 @@ def publication_order(topics, registry: TopicRegistry) -> list[str]:
     return sorted(t for t in topics if t not in changelogs and t != dlq) + ([dlq] if dlq in topics else []) + sorted(changelogs)
 
 
+def checkpoints_dir(config) -> str:
+    """Where an application's Spark checkpoints live."""
+    return under_root(config.root, "checkpoints", config.application_id)
+
+
 def lock_for(topic: str, registry: TopicRegistry):
     return registry.lock(topic) if registry.shared(topic) else contextlib.nullcontext()
 
@@ -62,8 +67,8 @@ class AtLeastOnceCommitter:
     def start_version(self, subtopology: int) -> int:
         return -1  # Spark's checkpoint knows where the query was
 
-    def checkpoint_dir(self, root: str, subtopology: int) -> str:
-        return under_root(root, "checkpoints", self.registry.config.application_id, f"subtopology-{subtopology}")
+    def checkpoint_dir(self, subtopology: int) -> str:
+        return f"{checkpoints_dir(self.registry.config)}/subtopology-{subtopology}"
 
     def commit(self, subtopology: int, batch_id: int, written: list[WrittenFile], source: tuple[int, int]) -> Published:
         started = time.perf_counter()
@@ -124,15 +129,15 @@ class ExactlyOnceCommitter:
         last = self.decided.get(subtopology)
         return last.source_end if last is not None else -1
 
-    def checkpoint_dir(self, root: str, subtopology: int) -> str:
+    def checkpoint_dir(self, subtopology: int) -> str:
         # Progress lives in the transaction log; Spark's checkpoint belongs to this instance (its
         # epoch) only, so a zombie and its replacement never race on one offset log.
-        return under_root(root, "checkpoints", self.config.application_id, f"subtopology-{subtopology}-epoch-{self.logs[subtopology].epoch}")
+        return f"{checkpoints_dir(self.config)}/subtopology-{subtopology}-epoch-{self.logs[subtopology].epoch}"
 
     def _remove_stale_checkpoints(self, subtopology: int, epoch: int) -> None:
         """Delete the checkpoints of instances two or more epochs back. The previous instance's
         stays: it may still be running, and must end by being fenced, not by losing its files."""
-        fs, parent = filesystem_for(under_root(self.config.root, "checkpoints", self.config.application_id))
+        fs, parent = filesystem_for(checkpoints_dir(self.config))
         pattern = re.compile(rf"subtopology-{subtopology}-epoch-(\d+)")
         for info in fs.get_file_info(pafs.FileSelector(parent, allow_not_found=True)):
             match = pattern.fullmatch(info.base_name)

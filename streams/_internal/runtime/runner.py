@@ -78,9 +78,8 @@ class BatchMetrics:
         )
 
     def profile(self) -> str:
-        driver = ", ".join(f"{k} {v * 1000:.0f}" for k, v in self.phases.items())
-        tasks = ", ".join(f"{k} {v * 1000:.0f}" for k, v in self.task_phases.items())
-        return f"sub-topology {self.subtopology} batch {self.batch_id} [ms] driver: {driver} | tasks (summed): {tasks}"
+        driver, tasks = Phases(self.phases).describe(), Phases(self.task_phases).describe()
+        return f"sub-topology {self.subtopology} batch {self.batch_id} driver: {driver} | tasks (summed): {tasks}"
 
 
 class StopRequested(Exception):
