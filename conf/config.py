@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from streams.errors import ConfigError
+from conf.errors import ConfigError
 
 _APPLICATION_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 

@@ -32,7 +32,7 @@ def _fixed_width(values: pa.Array, numpy_dtype: str) -> list[bytes | None]:
     return out
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
         return value.isoformat()
     if isinstance(value, bytes):
@@ -44,7 +44,7 @@ def _json_default(value: Any) -> Any:
 
 def json_bytes(value: Any) -> bytes:
     """Canonical JSON of a Python value (the serde of composite keys)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_json_default).encode()
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=json_default).encode()
 
 
 def key_bytes(values: pa.Array | pa.ChunkedArray) -> list[bytes | None]:

@@ -27,7 +27,7 @@ from deltalake import DeltaTable
 from sinks._internal import delta_log
 from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, read_data_file, under_root, write_partition_file
 from sinks.partitioner import partitions_for
-from streams.errors import RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError
+from conf.errors import RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError
 
 WINDOW_START = "window_start"
 WINDOW_END = "window_end"

@@ -21,7 +21,7 @@ from deltalake.exceptions import CommitFailedError
 
 from sinks._internal.delta_log import commit_files, read_commit
 from sinks._internal.files import DataFile
-from streams.errors import CommitError, ProducerFencedError
+from conf.errors import CommitError, ProducerFencedError
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from streams._internal.runtime.progress import Progress, query_listener
 from streams._internal.runtime.runner import SubtopologyRunner
 from streams._internal.runtime.spark import spark_session
 from streams._internal.runtime.topics import TopicRegistry
-from streams.errors import DeltaStreamsError, TopicNotFoundError
+from conf.errors import DeltaStreamsError, TopicNotFoundError
 from topology.compile import compile_subtopology, for_executors
 from topology.graph import SubTopology, Topology
 from topology.nodes import SourceNode

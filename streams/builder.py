@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from streams.errors import TopologyError
+from conf.errors import TopologyError
 from streams.kstream import KStream
 from topology.graph import GraphBuilder, Topology
 from topology.nodes import SourceNode

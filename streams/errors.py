@@ -1,116 +1,35 @@
-"""The exceptions deltastreams raises.
+"""The exceptions deltastreams raises, for users: ``from streams.errors import TopologyError``.
 
-One root, :class:`DeltaStreamsError`, and a few families. Every error carries structured context
-(the node, topic, store or task it concerns) besides its message, and its docstring says when it is
-raised and what to do about it. This module imports nothing from the project, so every package
-can use it.
+They are defined in :mod:`conf.errors`, the bottom layer, so that every package can raise them
+without importing the DSL.
 """
 
-from __future__ import annotations
+from conf.errors import (
+    CommitError,
+    ConfigError,
+    DeltaStreamsError,
+    ProcessingError,
+    ProducerFencedError,
+    RecordError,
+    SchemaMismatchError,
+    StateStoreError,
+    TopicError,
+    TopicExistsError,
+    TopicNotFoundError,
+    TopologyError,
+)
 
-
-class DeltaStreamsError(Exception):
-    """Root of every error deltastreams raises on purpose."""
-
-
-class TopologyError(DeltaStreamsError):
-    """The topology is invalid; raised while it is built, never mid-stream.
-
-    Fix the DSL call named in the message (``node``), e.g. aggregate a grouped stream, give a
-    window a size.
-    """
-
-    def __init__(self, message: str, *, node: str | None = None) -> None:
-        super().__init__(f"Invalid topology: {message}")
-        self.node = node
-
-
-class ConfigError(DeltaStreamsError):
-    """A configuration value is missing or invalid. The message names the setting and the fix."""
-
-    def __init__(self, message: str, *, setting: str | None = None) -> None:
-        super().__init__(message)
-        self.setting = setting
-
-
-class TopicError(DeltaStreamsError):
-    """A topic (a Delta table) cannot be used as asked."""
-
-    def __init__(self, message: str, *, topic: str) -> None:
-        super().__init__(message)
-        self.topic = topic
-
-
-class TopicNotFoundError(TopicError):
-    """The topic's Delta table does not exist. Create it first (``sinks.create_topic``) or check
-    the root directory and the topic name."""
-
-
-class TopicExistsError(TopicError):
-    """A topic was created twice with different settings. Use the existing one or pick a new name."""
-
-
-class SchemaMismatchError(TopicError):
-    """Records or a table do not have the schema the topic (or the topology) expects.
-
-    ``column`` names the offending column; fix the producer or the declared schema.
-    """
-
-    def __init__(self, message: str, *, topic: str, column: str | None = None) -> None:
-        super().__init__(message, topic=topic)
-        self.column = column
-
-
-class RecordError(DeltaStreamsError):
-    """A record cannot be processed (null key where one is needed, missing field, wrong type).
-
-    Raised only when bad records are configured to fail the job; by default they go to the
-    dead-letter topic with this error's message as the reason.
-    """
-
-    def __init__(self, message: str, *, node: str | None = None, topic: str | None = None) -> None:
-        super().__init__(message)
-        self.node = node
-        self.topic = topic
-
-
-class ProcessingError(DeltaStreamsError):
-    """A user function raised while processing a record; ``node`` names the DSL step.
-
-    The original exception is chained (``__cause__``). Fix the function, or let bad records go to
-    the dead-letter topic (``on_bad_record = "dlq"``, the default).
-    """
-
-    def __init__(self, message: str, *, node: str, task: str | None = None) -> None:
-        super().__init__(message)
-        self.node = node
-        self.task = task
-
-
-class StateStoreError(DeltaStreamsError):
-    """A state store cannot be opened, read or restored. The message names the store and task.
-
-    A local store can always be deleted: it is rebuilt from its changelog topic on the next start.
-    """
-
-    def __init__(self, message: str, *, store: str, task: str | None = None) -> None:
-        super().__init__(message)
-        self.store = store
-        self.task = task
-
-
-class CommitError(DeltaStreamsError):
-    """A micro-batch could not be committed. Nothing of it became visible; the batch is retried
-    on restart."""
-
-
-class ProducerFencedError(CommitError):
-    """Another instance of the same application (same ``application_id`` and state) started and
-    took over: this instance is a zombie and its writes were not made visible. Stop it; the new
-    instance carries on."""
-
-    def __init__(self, message: str, *, application_id: str, epoch: int, current_epoch: int) -> None:
-        super().__init__(message)
-        self.application_id = application_id
-        self.epoch = epoch
-        self.current_epoch = current_epoch
+__all__ = [
+    "CommitError",
+    "ConfigError",
+    "DeltaStreamsError",
+    "ProcessingError",
+    "ProducerFencedError",
+    "RecordError",
+    "SchemaMismatchError",
+    "StateStoreError",
+    "TopicError",
+    "TopicExistsError",
+    "TopicNotFoundError",
+    "TopologyError",
+]

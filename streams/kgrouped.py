@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from streams.errors import TopologyError
+from conf.errors import TopologyError
 from streams.kstream import insert_repartition
 from streams.ktable import KTable
 from streams.windows import TimeWindows

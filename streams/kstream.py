@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from streams.errors import TopologyError
+from conf.errors import TopologyError
 from topology.functions import FunctionKind, user_function
 from topology.graph import GraphBuilder
 from topology.nodes import (

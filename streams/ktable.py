@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streams.errors import TopologyError
+from conf.errors import TopologyError
 from streams.kstream import KStream
 from streams.windows import Suppressed
 from topology.graph import GraphBuilder

@@ -31,7 +31,7 @@ from sinks.serde import key_bytes_of
 from state import ChangeLoggingStore, ChangelogEntry, InMemoryKeyValueStore, RocksDBKeyValueStore, TimeKeyedStore
 from streams._internal.processing.aggregate import AggregateProcessor
 from streams._internal.processing.task import TaskProcessor
-from streams.errors import TopologyError
+from conf.errors import TopologyError
 from topology.graph import Topology
 
 _TEST_APPLICATION = "test-application"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
-from streams.errors import TopologyError
+from conf.errors import TopologyError
 from topology.nodes import Windows
 
 

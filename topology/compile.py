@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from streams.errors import TopologyError
+from conf.errors import TopologyError
 from topology.functions import FunctionKind, UserFunction
 from topology.graph import SubTopology, Topology
 from topology.nodes import FilterNode, MapNode, MapValuesNode, SelectKeyNode, SourceNode

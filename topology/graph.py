@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from streams.errors import TopologyError
+from conf.errors import TopologyError
 from topology.nodes import AggregateNode, Node, SinkNode, SourceNode, StoreSpec, SuppressNode
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from rocksdict import Options, ReadOptions, Rdict, WriteBatch
 
 from state.stores import ChangelogEntry
-from streams.errors import StateStoreError
+from conf.errors import StateStoreError
 
 _META_FAMILY = "deltastreams-meta"
 

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from sinks.serde import _json_default
-from streams.errors import ProcessingError, RecordError
+from sinks.serde import json_default
+from conf.errors import ProcessingError, RecordError
 from streams.records import Windowed
 
 SEQ = "_seq"
@@ -122,7 +122,7 @@ def to_json_text(value: Any) -> str | None:
         return None
     if isinstance(value, Windowed):
         value = value._asdict()
-    return json.dumps(value, sort_keys=True, default=_json_default)
+    return json.dumps(value, sort_keys=True, default=json_default)
 
 
 class BadRecords:

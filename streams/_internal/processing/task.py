@@ -31,7 +31,7 @@ from streams._internal.processing.flow import (
 )
 from streams._internal.processing.stateless import STATELESS
 from streams._internal.processing.suppress import SuppressProcessor
-from streams.errors import TopologyError
+from conf.errors import TopologyError
 
 REJECTED = "_rejected"
 from topology.graph import SubTopology, Topology

@@ -22,7 +22,7 @@ from sinks._internal import delta_log
 from sinks.topics import Topic, TopicLayout, create_topic_with_layout, topic_uri
 from streams._internal.processing.task import DEAD_LETTER_VALUE
 from streams._internal.runtime.batch import TopicTarget
-from streams.errors import CommitError, TopicNotFoundError
+from conf.errors import CommitError, TopicNotFoundError
 from topology.graph import SubTopology, Topology
 from topology.nodes import SinkNode
 
