@@ -51,7 +51,7 @@ def run_core(records: pa.Table, batch: int, *, caching: bool, backend: str) -> t
     state_dir = tempfile.mkdtemp()
     inner = RocksDBKeyValueStore("counts", f"{state_dir}/counts") if backend == "rocksdb" else InMemoryKeyValueStore("counts")
     store = ChangeLoggingStore(inner)
-    task = TaskProcessor(topology, sub, 0, {"counts": store}, topic_partitions={"out": 1}, caching=caching)
+    task = TaskProcessor(topology, sub, 0, {"counts": store}, caching=caching)
     emitted = 0
     started = time.perf_counter()
     for i in range(0, records.num_rows, batch):

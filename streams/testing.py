@@ -86,16 +86,12 @@ class TopologyTestDriver:
 
     def _open_tasks(self) -> None:
         self._stores = {name: self._open_store(name) for name in self.topology.stores}
-        topics = {t: 1 for sub in self.topology.subtopologies for t in sub.sink_topics}
-        if self.config.late_records_topic:
-            topics[self.config.late_records_topic] = 1
         self._tasks = [
             TaskProcessor(
                 self.topology,
                 sub,
                 0,
                 {name: self._stores[name] for name in sub.stores},
-                topic_partitions=topics,
                 caching=self.config.caching,
                 fail_on_bad_record=self.config.on_bad_record is BadRecordPolicy.FAIL,
                 late_records_topic=self.config.late_records_topic,

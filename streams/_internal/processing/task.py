@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from sinks.partitioner import partitions_for
 from state import ChangeLoggingStore, ChangelogEntry
 from streams._internal.processing.aggregate import AggregateProcessor
 from streams._internal.processing.flow import (
@@ -48,9 +47,7 @@ DEAD_LETTER_VALUE = pa.struct(
         ("reason", pa.string()),
     ]
 )
-DEAD_LETTER_SCHEMA = pa.schema(
-    [("partition", pa.int32()), ("timestamp", pa.int64()), ("key", pa.string()), ("value", DEAD_LETTER_VALUE)]
-)
+DEAD_LETTER_SCHEMA = pa.schema([("timestamp", pa.int64()), ("key", pa.string()), ("value", DEAD_LETTER_VALUE)])
 
 
 @dataclass(frozen=True)
@@ -67,8 +64,8 @@ class TaskId:
 @dataclass
 class TaskResult:
     outputs: dict[str, pa.Table] = field(default_factory=dict)
-    """Per logical topic: ``partition``, ``timestamp``, [window columns], ``key``, ``value``, in
-    the order the task produced them."""
+    """Per logical topic: ``timestamp``, [window columns], ``key``, ``value``, in the order the
+    task produced them. Which partition each record goes to is the record collector's decision."""
     changelogs: dict[str, list[ChangelogEntry]] = field(default_factory=dict)
     dead_letters: pa.Table = field(default_factory=DEAD_LETTER_SCHEMA.empty_table)
     dropped_records: int = 0
@@ -120,7 +117,6 @@ class TaskProcessor:
         partition: int,
         stores: Mapping[str, ChangeLoggingStore],
         *,
-        topic_partitions: Mapping[str, int],
         caching: bool = True,
         fail_on_bad_record: bool = False,
         late_records_topic: str | None = None,
@@ -130,7 +126,6 @@ class TaskProcessor:
         self.subtopology = subtopology
         self.task_id = TaskId(subtopology.id, partition)
         self.stores = stores
-        self.topic_partitions = topic_partitions
         self.caching = caching
         self.fail_on_bad_record = fail_on_bad_record
         self.late_records_topic = late_records_topic
@@ -203,9 +198,9 @@ class TaskProcessor:
             flows[name] = flow
 
         for topic, parts in sink_flows.items():
-            result.outputs[topic] = self._output(topic, concat_flows(parts), bad)
+            result.outputs[topic] = _output(concat_flows(parts))
         if late and self.late_records_topic:
-            result.outputs[self.late_records_topic] = self._output(self.late_records_topic, concat_flows(late), bad)
+            result.outputs[self.late_records_topic] = _output(concat_flows(late))
         result.dead_letters = self._dead_letters(bad, seen)
         result.changelogs = {name: store.changelog() for name, store in self.stores.items()}
         result.processed = seen.total
@@ -252,21 +247,6 @@ class TaskProcessor:
             bad.reject(seqs[i], node, texts[i], keys[i], values[i])
         return flow.filter(~marked)
 
-    def _output(self, topic: str, flow: Flow, bad: BadRecords) -> pa.Table:
-        n = self.topic_partitions[topic]
-        keys = flow.table.column(KEY)
-        partitions = partitions_for(keys, n)
-        # Kafka spreads null-keyed records over partitions; keeping them in this task's partition
-        # (mod n) is one deterministic such choice, stable across replays.
-        partitions[partitions < 0] = self.task_id.partition % n
-        columns = {"partition": pa.array(partitions, pa.int32()), TIMESTAMP: flow.table.column(TIMESTAMP)}
-        if flow.windowed:
-            columns[WINDOW_START] = flow.table.column(WINDOW_START)
-            columns[WINDOW_END] = flow.table.column(WINDOW_END)
-        columns[KEY] = keys
-        columns[VALUE] = flow.table.column(VALUE)
-        return pa.table(columns)
-
     def _dead_letters(self, bad: BadRecords, seen: _Inputs) -> pa.Table:
         if not len(bad):
             return DEAD_LETTER_SCHEMA.empty_table()
@@ -285,10 +265,19 @@ class TaskProcessor:
         )
         return pa.table(
             {
-                "partition": pa.array(np.zeros(len(bad), dtype=np.int32)),
                 TIMESTAMP: pa.array(stamps, pa.int64()),
                 KEY: pa.array(bad.keys, pa.string()),
                 VALUE: value,
             },
             schema=DEAD_LETTER_SCHEMA,
         )
+
+
+def _output(flow: Flow) -> pa.Table:
+    columns = {TIMESTAMP: flow.table.column(TIMESTAMP)}
+    if flow.windowed:
+        columns[WINDOW_START] = flow.table.column(WINDOW_START)
+        columns[WINDOW_END] = flow.table.column(WINDOW_END)
+    columns[KEY] = flow.table.column(KEY)
+    columns[VALUE] = flow.table.column(VALUE)
+    return pa.table(columns)

@@ -34,7 +34,6 @@ def _typed(schema: pa.Schema) -> bool:
 def create_typed_topics(topology: Topology, registry, executor_topology: Topology) -> list[str]:
     """Create the output topics whose types an empty dry run reveals; returns their names."""
     created = []
-    partitions = {t: registry.partitions(t) for s in topology.subtopologies for t in s.sink_topics}
     for sub in topology.subtopologies:  # in id order: upstream sub-topologies come first
         source = sub.source_topics[0]
         if not registry.exists(source):
@@ -42,7 +41,7 @@ def create_typed_topics(topology: Topology, registry, executor_topology: Topolog
         layout = registry.source_target(source).layout
         stores = {name: ChangeLoggingStore(InMemoryKeyValueStore(name)) for name in sub.stores}
         try:
-            task = TaskProcessor(executor_topology, sub, 0, stores, topic_partitions={**partitions, registry.config.dlq_topic: 1})
+            task = TaskProcessor(executor_topology, sub, 0, stores)
         except Exception:  # noqa: BLE001 - e.g. Column steps the core cannot run: learn types at the first batch
             continue
         result = task.process({source: layout.record_schema().empty_table()})

@@ -18,6 +18,7 @@ import pyarrow as pa
 from sinks.topics import Topic
 from state.task_stores import TaskStores, changelog_records
 from streams._internal.processing.task import TaskProcessor
+from streams._internal.runtime.collector import with_partitions
 from streams._internal.runtime.batch import BatchSpec, TaskOutcome, TopicTarget, WrittenFile, schema_to_text
 from streams._internal.runtime.timing import Phases
 
@@ -39,9 +40,10 @@ def write_records(target: TopicTarget, records: pa.Table, writer: int) -> list[W
 def _write_outputs(spec: BatchSpec, partition: int, result, records: pa.Table) -> list[WrittenFile]:
     files: list[WrittenFile] = []
     for topic, table in result.outputs.items():
-        files += write_records(spec.outputs[topic], table, partition)
+        target = spec.outputs[topic]
+        files += write_records(target, with_partitions(table, target.partitions, partition), partition)
     if result.dead_letters.num_rows:
-        files += write_records(spec.outputs[spec.dead_letter_topic], result.dead_letters, partition)
+        files += write_records(spec.outputs[spec.dead_letter_topic], with_partitions(result.dead_letters, 1, partition), partition)
     stamp = int(pa.compute.max(records.column("timestamp")).as_py() or 0) if records.num_rows else 0
     for store, entries in result.changelogs.items():
         if entries:
@@ -73,7 +75,6 @@ def run_task(spec: BatchSpec, partition: int, records: pa.Table, phases: Phases 
             sub,
             partition,
             opened,
-            topic_partitions={name: target.partitions for name, target in spec.outputs.items()},
             caching=spec.caching,
             fail_on_bad_record=spec.fail_on_bad_record,
             late_records_topic=spec.late_records_topic,
