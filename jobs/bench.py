@@ -124,14 +124,14 @@ def run_deltastreams(spark, root: str, *, guarantee: str, interval_ms: int, even
     started = time.perf_counter()
     app.run(until_caught_up=True, timeout_s=3600)
     whole = time.perf_counter() - started
-    batches = [m for runner in app.runners.values() for m in runner.history if m.records_in]
+    batches = [m for m in app.history if m.records_in]
     steady = max(m.started_at + m.total_seconds for m in batches) - min(m.started_at for m in batches) if batches else whole
     return whole, steady
 
 
 def measure_restore(base: Path, keys: int) -> dict:
     """A store of ``keys`` entries rebuilt from its changelog, then reopened from local files."""
-    from state.task_stores import ChangelogPosition, TaskStores
+    from state import ChangelogPosition, TaskStores
 
     root = str(base / "restore")
     topic = create_topic(root, "bench-store-changelog", partitions=1, key_type=pa.binary(), value_type=pa.binary())
@@ -140,9 +140,9 @@ def measure_restore(base: Path, keys: int) -> dict:
     position = ChangelogPosition(topic.uri, topic.delta_table().metadata().id, 0, keys, ())
     timings = {}
     for label in ("from_changelog_s", "from_local_s"):
-        stores = TaskStores(f"{root}/state", "bench", "0_0", {"store": position})
+        stores = TaskStores(f"{root}/state", "bench", "0_0")
         started = time.perf_counter()
-        opened = stores.open()
+        opened = stores.prepare({"store": position})
         timings[label] = time.perf_counter() - started
         assert len(list(opened["store"].range())) == keys
         stores.close()

@@ -1,16 +1,45 @@
-"""Delta topics: creating them, appending records with Kafka's partitioner, reading them back in
-offset order; later also the commit protocol and read_committed readers."""
+"""The log: Delta topics (creating them, appending records with Kafka's partitioner, reading them
+back in offset order), their data files, and the exactly-once transaction log."""
 
+from sinks._internal.delta_log import AddedFile, commit_files, end_offsets, files_added, read_commit, snapshot_files
+from sinks._internal.files import (
+    DataFile,
+    delete_file,
+    filesystem_for,
+    read_data_file,
+    read_staged_file,
+    rewrite_file,
+    under_root,
+    write_partition_file,
+    write_staged_file,
+)
 from sinks.partitioner import murmur2, partition_for, partitions_for
-from sinks.topics import AppendResult, Topic, TopicLayout, create_topic, topic_uri
+from sinks.topics import AppendResult, Topic, TopicLayout, check_expected_types, create_topic, create_topic_with_layout, topic_uri
 
 __all__ = [
+    "AddedFile",
     "AppendResult",
+    "DataFile",
     "Topic",
     "TopicLayout",
+    "check_expected_types",
+    "commit_files",
     "create_topic",
+    "create_topic_with_layout",
+    "delete_file",
+    "end_offsets",
+    "files_added",
+    "filesystem_for",
     "murmur2",
     "partition_for",
     "partitions_for",
+    "read_commit",
+    "read_data_file",
+    "read_staged_file",
+    "rewrite_file",
+    "snapshot_files",
     "topic_uri",
+    "under_root",
+    "write_partition_file",
+    "write_staged_file",
 ]

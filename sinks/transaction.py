@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import pyarrow as pa
@@ -43,11 +44,13 @@ class TablePublication:
 class DecidedBatch:
     seq: int
     epoch: int
-    source_start: int
-    source_end: int
-    """Source table versions ``(start, end]`` the batch consumed."""
+    sources: dict[str, tuple[int, int]]
+    """Per input topic (logical name), the versions ``(start, end]`` the batch consumed."""
     tables: dict[str, TablePublication] = field(default_factory=dict)
     """By logical topic name, in publication order."""
+    exactly_once: bool = True
+    """False: an at_least_once progress record, written after its tables were published (without
+    txn tags): never rolled forward."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -55,7 +58,8 @@ class DecidedBatch:
                 "kind": "commit",
                 "seq": self.seq,
                 "epoch": self.epoch,
-                "source": {"start": self.source_start, "end": self.source_end},
+                "guarantee": "exactly_once" if self.exactly_once else "at_least_once",
+                "sources": {t: {"start": start, "end": end} for t, (start, end) in self.sources.items()},
                 "tables": {t: {"uri": p.uri, "files": [asdict(f) for f in p.files]} for t, p in self.tables.items()},
             }
         )
@@ -63,7 +67,8 @@ class DecidedBatch:
     @classmethod
     def from_json(cls, raw: dict) -> DecidedBatch:
         tables = {t: TablePublication(p["uri"], tuple(DataFile(**f) for f in p["files"])) for t, p in raw["tables"].items()}
-        return cls(raw["seq"], raw["epoch"], raw["source"]["start"], raw["source"]["end"], tables)
+        sources = {t: (r["start"], r["end"]) for t, r in raw["sources"].items()}
+        return cls(raw["seq"], raw["epoch"], sources, tables, raw.get("guarantee", "exactly_once") == "exactly_once")
 
 
 class TransactionLog:
@@ -125,7 +130,8 @@ class TransactionLog:
         raise CommitError(f"could not register in transaction log {self.uri}: too many concurrent registrations")
 
     def decide(self, batch: DecidedBatch) -> None:
-        """The point of no return: record the batch, unless this instance has been fenced."""
+        """The point of no return: record the batch, unless this instance has been fenced. (Under
+        at_least_once: the progress record, after publication.)"""
         try:
             self._commit(batch.to_json(), Transaction(COMMIT_APP, batch.seq))
         except CommitFailedError:
@@ -145,12 +151,22 @@ class TransactionLog:
         version = table.transaction_version(self.txn_app_id)
         return version is not None and version >= seq  # careful: version 0 is a real version
 
-    def publish(self, batch: DecidedBatch, table_for: Callable[[str, str], DeltaTable], on_published: Callable[[str, int], None] | None = None) -> None:
-        """Add the batch's files to every table that does not have them yet (idempotent)."""
-        for topic, publication in batch.tables.items():
+    def publish(
+        self,
+        batch: DecidedBatch,
+        table_for: Callable[[str, str], DeltaTable],
+        on_published: Callable[[str, int], None] | None = None,
+        *,
+        threads: int = 4,
+    ) -> None:
+        """Add the batch's files to every table that does not have them yet (idempotent). Tables
+        are independent once the batch is decided: they are published in parallel."""
+
+        def publish_one(topic: str) -> None:
+            publication = batch.tables[topic]
             table = table_for(topic, publication.uri)
             if self._has(table, batch.seq):
-                continue
+                return
             try:
                 version = commit_files(
                     table, publication.files, schema=pa.schema(table.schema()), txn=(self.txn_app_id, batch.seq), exclusive=True
@@ -160,6 +176,15 @@ class TransactionLog:
                 table.update_incremental()
                 if not self._has(table, batch.seq):
                     raise
-                continue
+                return
             if on_published is not None:
                 on_published(topic, version)
+
+        topics = [t for t, p in batch.tables.items() if p.files]
+        if len(topics) <= 1 or threads <= 1:
+            for topic in topics:
+                publish_one(topic)
+            return
+        with ThreadPoolExecutor(max_workers=min(threads, len(topics))) as pool:
+            for future in [pool.submit(publish_one, t) for t in topics]:
+                future.result()

@@ -1,20 +1,29 @@
-"""State stores: a key-value contract, RocksDB and in-memory backends, changelogging, and
-time-keyed views (window stores, the suppression buffer)."""
+"""State stores: a key-value contract, RocksDB and in-memory backends, changelogging, time-keyed
+views (window stores, the suppression buffer), and a task's stores kept caught up with their
+committed changelogs."""
 
 from state._internal.changelogging import ChangeLoggingStore
 from state._internal.memory import InMemoryKeyValueStore
-from state._internal.rocksdb import RocksDBKeyValueStore
+from state._internal.rocksdb import RocksDBKeyValueStore, StoreCorruptedError
 from state.restore import apply_changelog
 from state.stores import ChangelogEntry, KeyValueStore
+from state.task_stores import APPLIED_OFFSET, ChangelogPosition, RestoreStats, TaskStores, read_changelog, replay
 from state.window import NO_STREAM_TIME, TimeKeyedStore
 
 __all__ = [
+    "APPLIED_OFFSET",
     "NO_STREAM_TIME",
     "ChangeLoggingStore",
     "ChangelogEntry",
+    "ChangelogPosition",
     "InMemoryKeyValueStore",
     "KeyValueStore",
+    "RestoreStats",
     "RocksDBKeyValueStore",
+    "StoreCorruptedError",
+    "TaskStores",
     "TimeKeyedStore",
     "apply_changelog",
+    "read_changelog",
+    "replay",
 ]

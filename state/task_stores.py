@@ -1,29 +1,42 @@
-"""A task's stores on the local disk, caught up with their committed changelogs.
+"""A task's stores on the local disk, kept open between batches, caught up with their committed
+changelogs.
 
 Invariant: a local store holds a prefix of its committed changelog, never more. A batch's writes
-stay pending in memory (:class:`state.ChangeLoggingStore`) and are thrown away when the task ends;
-they reach the store only from the changelog, once committed, when the next batch opens the store
-and catches up. So a crash at any point leaves the store at most behind, never ahead, and
-catching up is the same code as restoring: apply the changelog from the offset the store records
-(``applied-offset``) to the committed end. A store built from another incarnation of the changelog
-(its Delta table id differs) or ahead of the changelog is wiped and rebuilt from offset 0.
+stay pending in memory (:class:`state.ChangeLoggingStore`) and never reach the store directly;
+the store advances only from the committed changelog, when the next batch catches it up. So a
+crash at any point leaves the store at most behind, never ahead, and catching up is the same code
+as restoring: apply the changelog from the offset the store records (``applied-offset``) to the
+committed end.
+
+Long-lived: one :class:`TaskStores` lives as long as the process that runs the task (its task
+host), with its RocksDB stores open. After a batch it keeps that batch's changes in memory; when
+the next batch's position shows that exactly the changelog file that batch wrote was committed,
+they are applied without reading the file back (*promotion*). Otherwise (the batch was
+abandoned, another process ran the task meanwhile) the store reads the committed tail.
+
+Rebuilt from offset 0 (wiped first): a store built from another incarnation of the changelog (its
+Delta table id differs), one ahead of the changelog, and one behind the changelog's clean
+watermark (compaction may have dropped tombstones it still needs). Self-healing: a store that
+cannot be opened or read (corruption) is moved aside, kept for inspection with a log line saying
+where, and rebuilt from its changelog.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sinks._internal.delta_log import AddedFile, snapshot_files
-from sinks._internal.files import read_data_file
+from conf.errors import StateStoreError
+from sinks import AddedFile, read_data_file, snapshot_files
 from state._internal.changelogging import ChangeLoggingStore
-from state._internal.rocksdb import RocksDBKeyValueStore
+from state._internal.rocksdb import RocksDBKeyValueStore, StoreCorruptedError
 from state.stores import ChangelogEntry
 
 log = logging.getLogger(__name__)
@@ -42,7 +55,11 @@ class ChangelogPosition:
     end: int
     """Next offset: the store must hold entries ``[0, end)``."""
     recent_files: tuple[AddedFile, ...] = ()
-    """Files committed most recently to this partition (spares a Delta log scan when catching up)."""
+    """Files committed most recently to this partition (spares a Delta log scan when catching up,
+    and tells whether the last batch's pending changes can be promoted)."""
+    clean_offset: int = 0
+    """Below this offset compaction may have dropped tombstones: a store that has applied less
+    must be rebuilt from scratch."""
 
 
 @dataclass
@@ -50,7 +67,18 @@ class RestoreStats:
     store: str
     entries: int = 0
     seconds: float = 0.0
+    promoted: bool = False
     rebuilt: bool = False
+
+
+@dataclass
+class _Pending:
+    """One batch's changes of one store, kept until the next batch says whether they committed."""
+
+    path: str
+    start: int
+    end: int
+    entries: list[ChangelogEntry]
 
 
 @dataclass
@@ -58,46 +86,121 @@ class TaskStores:
     state_dir: str
     application_id: str
     task: str
-    positions: Mapping[str, ChangelogPosition]
-    stores: dict[str, ChangeLoggingStore] = field(default_factory=dict)
+    open_store: Callable[[str, Path], RocksDBKeyValueStore] = RocksDBKeyValueStore
+    stores: dict[str, RocksDBKeyValueStore] = field(default_factory=dict)
     restores: list[RestoreStats] = field(default_factory=list)
+    _batch: dict[str, ChangeLoggingStore] = field(default_factory=dict)
+    _pending: dict[str, _Pending] = field(default_factory=dict)
 
     def path(self, store: str) -> Path:
         return Path(self.state_dir) / self.application_id / self.task / store
 
-    def open(self) -> dict[str, ChangeLoggingStore]:
-        for name, position in self.positions.items():
-            self.stores[name] = ChangeLoggingStore(self._caught_up(name, position))
-        return self.stores
+    # -- one batch ----------------------------------------------------------------------------
+
+    def prepare(self, positions: Mapping[str, ChangelogPosition]) -> dict[str, ChangeLoggingStore]:
+        """Catch every store up with its committed changelog; returns fresh changelogging views
+        (pending writes empty) for the batch."""
+        self.restores = []
+        self._batch = {}
+        for name, position in positions.items():
+            try:
+                self._catch_up(name, position)
+            except StoreCorruptedError as e:
+                self.quarantine(name, e)
+                self._catch_up(name, position)
+            self._batch[name] = ChangeLoggingStore(self.stores[name])
+        return dict(self._batch)
+
+    def finish(self, written: Mapping[str, tuple[str, int]]) -> None:
+        """After the task wrote its changelog files: ``written`` maps each store that changed to
+        (file path, first offset) of its changelog file. The pending changes are kept for
+        promotion; the stores themselves do not change."""
+        self._pending = {}
+        for name, store in self._batch.items():
+            entries = store.changelog()
+            if name in written and entries:
+                path, start = written[name]
+                self._pending[name] = _Pending(path, start, start + len(entries), entries)
+            store.abort()
+        self._batch = {}
+
+    def abort(self) -> None:
+        """The batch failed: forget its changes."""
+        for store in self._batch.values():
+            store.abort()
+        self._batch = {}
+        self._pending = {}
 
     def close(self) -> None:
+        self.abort()
         for store in self.stores.values():
             store.close()
         self.stores.clear()
 
-    def _caught_up(self, name: str, position: ChangelogPosition) -> RocksDBKeyValueStore:
-        db = RocksDBKeyValueStore(name, self.path(name))
+    # -- catching up --------------------------------------------------------------------------
+
+    def _open(self, name: str) -> RocksDBKeyValueStore:
+        if name not in self.stores:
+            self.stores[name] = self.open_store(name, self.path(name))
+        return self.stores[name]
+
+    def _catch_up(self, name: str, position: ChangelogPosition) -> None:
+        db = self._open(name)
         stats = RestoreStats(name)
+        started = time.perf_counter()
         applied = int(db.get_meta(APPLIED_OFFSET) or b"0")
         known_id = (db.get_meta(CHANGELOG_ID) or b"").decode()
-        if (known_id and known_id != position.table_id) or applied > position.end:
-            log.warning(
-                "store %s of task %s is from another changelog or ahead of it (applied %d, committed %d): rebuilding",
-                name, self.task, applied, position.end,
-            )
-            db.close()
-            RocksDBKeyValueStore.destroy(self.path(name))
-            db = RocksDBKeyValueStore(name, self.path(name))
+        pending = self._pending.pop(name, None)
+        reason = None
+        if known_id and known_id != position.table_id:
+            reason = "it was built from another incarnation of its changelog"
+        elif applied > position.end:
+            reason = f"it is ahead of its changelog (applied {applied}, committed {position.end})"
+        elif 0 < applied < position.clean_offset:
+            reason = f"compaction dropped tombstones it still needs (applied {applied}, clean up to {position.clean_offset})"
+        if reason:
+            log.warning("store %s of task %s is rebuilt from its changelog: %s", name, self.task, reason)
+            db = self._wipe(name)
             applied, stats.rebuilt = 0, True
+        meta = {APPLIED_OFFSET: str(position.end).encode(), CHANGELOG_ID: position.table_id.encode()}
         if applied < position.end:
-            started = time.perf_counter()
-            entries = read_changelog(position, applied)
-            db.write(entries, {APPLIED_OFFSET: str(position.end).encode(), CHANGELOG_ID: position.table_id.encode()})
-            stats.entries, stats.seconds = len(entries), time.perf_counter() - started
+            if pending is not None and pending.start == applied and pending.end == position.end and any(
+                f.path == pending.path for f in position.recent_files
+            ):
+                entries, stats.promoted = pending.entries, True
+            else:
+                entries = read_changelog(position, applied)
+            db.write(entries, meta)
+            stats.entries = len(entries)
         elif not known_id:
-            db.write([], {APPLIED_OFFSET: str(position.end).encode(), CHANGELOG_ID: position.table_id.encode()})
+            db.write([], meta)
+        stats.seconds = time.perf_counter() - started
         self.restores.append(stats)
-        return db
+
+    def _wipe(self, name: str) -> RocksDBKeyValueStore:
+        store = self.stores.pop(name, None)
+        if store is not None:
+            store.close()
+        RocksDBKeyValueStore.destroy(self.path(name))
+        return self._open(name)
+
+    def quarantine(self, name: str, error: BaseException) -> None:
+        """Move a corrupt store aside (kept for inspection) so it is rebuilt from its changelog."""
+        store = self.stores.pop(name, None)
+        if store is not None:
+            try:
+                store.close()
+            except Exception:  # noqa: BLE001 - a corrupt store may not even close cleanly
+                pass
+        self._pending.pop(name, None)
+        path = self.path(name)
+        aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+        if path.exists():
+            path.rename(aside)
+        log.warning(
+            "store %s of task %s is corrupt (%s); moved aside to %s and rebuilt from its changelog",
+            name, self.task, error, aside,
+        )
 
 
 def read_changelog(position: ChangelogPosition, start: int) -> list[ChangelogEntry]:
@@ -117,14 +220,13 @@ def read_changelog(position: ChangelogPosition, start: int) -> list[ChangelogEnt
     return [ChangelogEntry(k, v) for k, v in zip(table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True)]
 
 
-def changelog_records(entries: Sequence[ChangelogEntry], partition: int, timestamp: int) -> pa.Table:
-    """Changelog entries in record form for the changelog topic (key and value as bytes)."""
-    n = len(entries)
-    return pa.table(
-        {
-            "partition": pa.array([partition] * n, pa.int32()),
-            "timestamp": pa.array([timestamp] * n, pa.int64()),
-            "key": pa.array([e.key for e in entries], pa.binary()),
-            "value": pa.array([e.value for e in entries], pa.binary()),
-        }
-    )
+def replay(entries: Sequence[ChangelogEntry]) -> dict[bytes, bytes]:
+    """The store a sequence of changelog entries describes (for checks and tests)."""
+    state: dict[bytes, bytes] = {}
+    for entry in entries:
+        if entry.value is None:
+            state.pop(entry.key, None)
+        else:
+            state[entry.key] = entry.value
+    return state
+

@@ -1,58 +1,62 @@
-"""StreamsApp: run a topology on Spark, one Structured Streaming query per sub-topology.
+"""StreamsApp: run a topology on Spark, one Structured Streaming query per application.
 
     app = StreamsApp(topology, StreamsConfig.load({"application_id": "pageviews", "root": "/data"}))
     app.run(until_caught_up=True)     # or: app.start(); ...; app.stop()
 
-Each query reads its source topic by Delta versions, runs one task per source partition, and
-commits each micro-batch (every ``commit_interval_ms``). Spark checkpoints live under
-``<root>/checkpoints/<application_id>/``: one per sub-topology under at_least_once; under
-exactly_once one per instance and sub-topology (named by its epoch; the two newest are kept),
-progress being in the transaction logs. Output topics whose types the topology fixes are created
-at start, so all queries start together; the others start once their source topic exists.
-``until_caught_up`` stops every query once it has consumed all input present at start (for
-downstream queries: all their upstream wrote).
+Each trigger of the query (every ``commit_interval_ms``, when an input topic has new versions)
+runs every sub-topology with input, upstream first, as one Spark job, and commits each
+sub-topology with its own transaction: a record crosses the whole topology in one trigger. Source
+positions live in the transaction logs (``<root>/transactions/<application_id>/``), so Spark's
+checkpoint is only a cache of the current run: each start gets a fresh one on the driver's local
+disk (``<state_dir>/<application_id>/checkpoints/``), and a lost or corrupt checkpoint costs
+nothing but a restart of the query. ``until_caught_up`` stops once all input present at start has
+been processed.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
 import time
+from pathlib import Path
 
 from conf import StreamsConfig
-from sinks.topics import Topic, check_expected_types
-from streams._internal.runtime.commit import AtLeastOnceCommitter, ExactlyOnceCommitter
-from streams._internal.runtime.dry_run import create_typed_topics
-from streams._internal.runtime.progress import Progress, query_listener
-from streams._internal.runtime.runner import SubtopologyRunner
-from streams._internal.runtime.spark import spark_session
-from streams._internal.runtime.topics import TopicRegistry
 from conf.errors import DeltaStreamsError, TopicNotFoundError
+from sinks import Topic, check_expected_types
+from streams._internal.runtime import task_host
+from streams._internal.runtime.checkpoints import fresh_checkpoint
+from streams._internal.runtime.committer import Committer
+from streams._internal.runtime.plan import BatchSettings, ShippedTopology
+from streams._internal.runtime.planner import Planner
+from streams._internal.runtime.progress import Progress, query_listener
+from streams._internal.runtime.registry import TopicRegistry
+from streams._internal.runtime.timing import Phases
+from streams._internal.runtime.spark import spark_session
+from streams._internal.spark.job import TriggerJob
+from streams._internal.spark.offset_log import SparkOffsetLog
+from streams._internal.spark.trigger import BatchMetrics, Trigger
 from topology.compile import compile_subtopology, for_executors
-from topology.graph import SubTopology, Topology
+from topology.graph import Topology
 from topology.nodes import SourceNode
 
 log = logging.getLogger("deltastreams")
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.*)$")
+_CHECKPOINT_RESTARTS = 3
 
 
 def root_cause(error: BaseException) -> str:
     """The last 'SomethingError: message' line of an error that crossed Spark (Py4J, Python
-    workers), so users see our message rather than a JVM stack trace."""
+    workers, task hosts), so users see our message rather than a JVM stack trace."""
     text = str(error)
     found = [m for m in (_ERROR_LINE.match(line.strip()) for line in text.splitlines()) if m]
-    ours = [m for m in found if m.group(1) not in ("Py4JJavaError", "PythonException", "StreamingQueryException", "SparkException")]
+    wrappers = ("Py4JJavaError", "PythonException", "StreamingQueryException", "SparkException", "TaskHostError")
+    ours = [m for m in found if m.group(1) not in wrappers]
     if ours:
         return f"{ours[-1].group(1)}: {ours[-1].group(2)}"
     return text.splitlines()[0] if text else type(error).__name__
-
-
-def _import_task_modules(_: int) -> int:
-    import streams._internal.runtime.task_runner  # noqa: F401 - pulls in pyarrow, deltalake, rocksdict
-
-    return 0
 
 
 class StreamsApp:
@@ -62,49 +66,75 @@ class StreamsApp:
         self.spark = spark
         self.registry = TopicRegistry(config, topology)
         self.progress = Progress()
-        self.committer = None
-        self.runners: dict[int, SubtopologyRunner] = {}
-        self.queries: dict[int, object] = {}
+        self.committer: Committer | None = None
+        self.trigger: Trigger | None = None
+        self.query = None
+        self.checkpoint: str | None = None
         self._listener = None
+        self._checkpoint_restarts = 0
+
+    @property
+    def history(self) -> list[BatchMetrics]:
+        """Metrics of every sub-topology batch committed by this instance, in order."""
+        return self.trigger.history if self.trigger is not None else []
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def checkpoint(self, sub: SubTopology) -> str:
-        return self.committer.checkpoint_dir(sub.id)
-
     def start(self) -> None:
-        self._check_sources()
-        compiled = {sub.id: compile_subtopology(self.topology, sub) for sub in self.topology.subtopologies}
+        phases = Phases()
+        with phases.time("check"):
+            self._check_sources()
+            compiled = {sub.id: compile_subtopology(self.topology, sub) for sub in self.topology.subtopologies}
         if self.spark is None:
-            self.spark = spark_session(self.config)
-        self.committer = self._committer()
-        self.committer.recover(self.topology.subtopologies)  # before reading offsets: it may publish
-        self.registry.register_outputs()
-        self._warm_up_workers()
-        create_typed_topics(self.topology, self.registry, for_executors(self.topology))
-        self._listener = query_listener()
-        self.spark.streams.addListener(self._listener)
-        self.runners = {sid: SubtopologyRunner(self, c) for sid, c in compiled.items()}
-        self._start_ready_queries()
+            with phases.time("session"):
+                self.spark = spark_session(self.config)
+        shipped = ShippedTopology.of(for_executors(self.topology))
+        settings = BatchSettings(
+            application_id=self.config.application_id,
+            state_dir=os.path.abspath(self.config.local_state_dir),
+            caching=self.config.caching,
+            fail_on_bad_record=self.config.on_bad_record.value == "fail",
+            late_records_topic=self.config.late_records_topic,
+            dead_letter_topic=self.config.dlq_topic,
+        )
+        self._warm_up_hosts(settings, shipped)
+        self.committer = Committer(self.registry)
+        with phases.time("recover"):
+            self.committer.recover(self.topology.subtopologies)  # first: rolling forward publishes
+        with phases.time("register"):
+            self.registry.register()
+        planner = Planner(self.topology, self.registry, settings, shipped, {s: c.entry for s, c in compiled.items()})
+        consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics}
+        job = TriggerJob(self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s)
+        self.trigger = Trigger(planner, job, self.committer, self.registry, self.progress)
+        # A crash between two sub-topologies' commits leaves repartition records committed but
+        # not consumed: process them before new input arrives (no trigger would come for them).
+        with phases.time("backlog"):
+            self.trigger.run(-1, {})
+        with phases.time("query"):
+            self._listener = query_listener()
+            self.spark.streams.addListener(self._listener)
+            self._start_query()
+        log.info("application %s started in %.1f s (%s)", self.config.application_id, sum(phases.values()), phases.describe())
 
-    def _warm_up_workers(self) -> None:
-        """Start the executors' Python workers and their imports in the background while the
-        queries start: otherwise the first micro-batch pays several seconds for it."""
+    @property
+    def _host_idle_timeout_s(self) -> float:
+        return max(60.0, 20 * self.config.commit_interval.total_seconds())
+
+    def _warm_up_hosts(self, settings: BatchSettings, shipped: ShippedTopology) -> None:
+        """Start every task's host (imports, topology) in the background while the application
+        registers and recovers: otherwise the first trigger pays for it."""
+        tasks = [f"{sub.id}_{p}" for sub in self.topology.subtopologies for p in range(self.registry.tasks(sub))]
         sc = self.spark.sparkContext
-        slots = sc.defaultParallelism
+        idle = self._host_idle_timeout_s
 
         def warm() -> None:
             try:
-                sc.parallelize(range(slots), slots).map(_import_task_modules).collect()
-            except Exception:  # noqa: BLE001 - only a head start; the first batch does it anyway
-                log.debug("worker warm-up failed", exc_info=True)
+                sc.parallelize(tasks, len(tasks)).foreach(lambda task: _ping_host(settings, shipped, task, idle))
+            except Exception:  # noqa: BLE001 - only a head start; the first trigger starts them anyway
+                log.debug("task host warm-up failed", exc_info=True)
 
         threading.Thread(target=warm, name="deltastreams-warm-up", daemon=True).start()
-
-    def _committer(self):
-        if self.config.exactly_once:
-            return ExactlyOnceCommitter(self.registry)
-        return AtLeastOnceCommitter(self.registry)
 
     def _check_sources(self) -> None:
         for node in self.topology.nodes.values():
@@ -119,61 +149,71 @@ class StreamsApp:
                     )
                 check_expected_types(topic, Topic.open(self.config.root, physical).layout, node.key_type, node.value_type)
 
-    def _start_ready_queries(self) -> None:
-        for sub in self.topology.subtopologies:
-            if sub.id in self.queries:
-                continue
-            runner = self.runners[sub.id]
-            if not self.registry.exists(runner.compiled.source_topic):
-                continue
-            source = self.registry.source_target(runner.compiled.source_topic)
-            runner.start_version = self.committer.start_version(sub.id)
-            frame = (
-                self.spark.readStream.format("deltastreams")
-                .option("uri", source.uri)
-                .option("partitions", source.partitions)
-                .option("max_records", self.config.max_records_per_batch)
-                .option("start_version", runner.start_version)
-                .load()
-            )
-            self.queries[sub.id] = (
-                frame.writeStream.foreachBatch(runner)
-                .trigger(processingTime=f"{self.config.commit_interval_ms} milliseconds")
-                .option("checkpointLocation", self.checkpoint(sub))
-                .queryName(f"{self.config.application_id}-subtopology-{sub.id}")
-                .start()
-            )
-            log.info("sub-topology %d started (%s mode, %d tasks)", sub.id, runner.compiled.mode, runner.tasks)
+    def _start_query(self) -> None:
+        inputs = self.topology.source_topics
+        starts = {t: min(self.committer.position(s.id, t) for s in self.topology.subtopologies if t in s.source_topics) for t in inputs}
+        parent = Path(self.config.local_state_dir).absolute() / self.config.application_id / "checkpoints"
+        self.checkpoint = fresh_checkpoint(parent, self.committer.instance, replacing=self.checkpoint)
+        self.trigger.offset_log = SparkOffsetLog(self.checkpoint)
+        frame = (
+            self.spark.readStream.format("deltastreams")
+            .option("topics", json.dumps([{"name": t, "uri": self.registry.uri(t)} for t in inputs]))
+            .option("max_records", self.config.max_records_per_batch)
+            .option("start_versions", json.dumps(starts))
+            .load()
+        )
+        self.query = (
+            frame.writeStream.foreachBatch(self.trigger)
+            .trigger(processingTime=f"{self.config.commit_interval_ms} milliseconds")
+            .option("checkpointLocation", self.checkpoint)
+            .queryName(self.config.application_id)
+            .start()
+        )
+        log.info("query started: %d sub-topologies, %d tasks", len(self.topology.subtopologies), sum(self.registry.tasks(s) for s in self.topology.subtopologies))
 
     def stop(self, *, graceful_timeout_s: float = 60.0) -> None:
-        """Stop between micro-batches: no new batch starts, the running one finishes and Spark
-        records it, then the queries stop. A clean stop thus never leaves a batch half done
-        (which at-least-once would replay)."""
-        deadline = time.monotonic() + graceful_timeout_s
-        for runner in self.runners.values():
-            runner.stopping = True
-        ids = []
-        for sub_id, query in self.queries.items():
-            ids.append(str(query.id))
-            runner = self.runners[sub_id]
-            with runner.in_batch:  # waits for the batch in flight, if any
+        """Stop between triggers: no new trigger starts, the running one finishes and Spark
+        records it, then the query stops and the task hosts on this machine exit."""
+        if self.trigger is not None:
+            self.trigger.stopping = True
+        query, self.query = self.query, None
+        if query is not None:
+            deadline = time.monotonic() + graceful_timeout_s
+            with self.trigger.in_batch:  # waits for the trigger in flight, if any
                 pass
-            while query.isActive and self._last_committed_batch(query) < runner.last_batch_id and time.monotonic() < deadline:
+            while query.isActive and _last_recorded_batch(query) < self.trigger.last_batch_id and time.monotonic() < deadline:
                 time.sleep(0.02)
             try:
                 query.stop()
-            except Exception:  # noqa: BLE001 - stopping is best effort; the checkpoint is consistent
-                log.debug("stopping a query failed", exc_info=True)
-        self.queries.clear()
-        if self._listener is not None and self.spark is not None:
-            # Spark delivers listener events asynchronously: remove the listener only once it has
-            # seen every query end, or a late event would call back into a closed Python side.
-            wait_until = time.monotonic() + 5
-            while not set(ids) <= self._listener.terminated and time.monotonic() < wait_until:
-                time.sleep(0.05)
-            self.spark.streams.removeListener(self._listener)
-            self._listener = None
+            except Exception:  # noqa: BLE001 - stopping is best effort; progress is in the transaction logs
+                log.debug("stopping the query failed", exc_info=True)
+            self._remove_listener(str(query.id))
+        if self.trigger is not None:
+            self.trigger.close()
+            self._stop_hosts()
         self.progress.finish()
+
+    def _remove_listener(self, query_id: str) -> None:
+        if self._listener is None or self.spark is None:
+            return
+        # Spark delivers listener events asynchronously: remove the listener only once it has
+        # seen the query end, or a late event would call back into a closed Python side.
+        wait_until = time.monotonic() + 5
+        while query_id not in self._listener.terminated and time.monotonic() < wait_until:
+            time.sleep(0.05)
+        self.spark.streams.removeListener(self._listener)
+        self._listener = None
+
+    def _stop_hosts(self) -> None:
+        """Task hosts on this machine (all of them in local mode) exit now, closing their
+        stores; on a cluster the others exit when idle."""
+        state_dir = os.path.abspath(self.config.local_state_dir)
+        names = [
+            task_host.host_name(state_dir, self.config.application_id, f"{sub.id}_{p}")
+            for sub in self.topology.subtopologies
+            for p in range(self.registry.tasks(sub))
+        ]
+        task_host.stop_hosts(names)
 
     def __enter__(self) -> StreamsApp:
         self.start()
@@ -184,71 +224,59 @@ class StreamsApp:
 
     # -- running ------------------------------------------------------------------------------
 
-    @staticmethod
-    def _last_committed_batch(query) -> int:
-        """Id of the last batch Spark recorded as done (progress is posted after its commit log)."""
-        progress = query.lastProgress
-        return -1 if progress is None else int(progress["batchId"])
+    def _check_query(self) -> None:
+        error = self.query.exception() if self.query is not None else None
+        if error is None or self.trigger.stopping:
+            return
+        cause = root_cause(error)
+        if "OffsetLogError" in cause and self._checkpoint_restarts < _CHECKPOINT_RESTARTS:
+            # Spark's checkpoint is only a cache: start over from the transaction logs.
+            self._checkpoint_restarts += 1
+            log.warning("Spark's checkpoint %s is unusable (%s); restarting the query with a new one", self.checkpoint, cause)
+            self._start_query()
+            return
+        self.stop()
+        raise DeltaStreamsError(f"application {self.config.application_id} failed: {cause}") from None
 
-    def consumed_version(self, sub_id: int) -> int:
-        """Source version the sub-topology's query has committed up to (-1: none)."""
-        query = self.queries.get(sub_id)
-        if query is None or query.lastProgress is None:
-            return -1
-        for progress in reversed(query.recentProgress):
-            sources = progress["sources"] if isinstance(progress, dict) else progress.sources
-            if not sources:
-                continue
-            end = sources[0]["endOffset"] if isinstance(sources[0], dict) else sources[0].endOffset
-            if end:
-                return int((json.loads(end) if isinstance(end, str) else end)["version"])
-        return -1
-
-    def _raise_failures(self) -> None:
-        for sub_id, query in self.queries.items():
-            error = query.exception()
-            if error is not None and not self.runners[sub_id].stopping:
-                self.stop()
-                raise DeltaStreamsError(f"sub-topology {sub_id} failed: {root_cause(error)}") from None
+    def caught_up(self, targets: dict[str, int]) -> bool:
+        """Every sub-topology has consumed its input topics up to ``targets`` and every
+        repartition topic up to where its upstream wrote it."""
+        for sub in self.topology.subtopologies:
+            for topic in sub.source_topics:
+                if topic in self.topology.internal_topics:
+                    target = self.registry.version(topic)
+                else:
+                    target = targets.get(topic, -1)
+                if self.committer.position(sub.id, topic) < target:
+                    return False
+        return True
 
     def run(self, *, until_caught_up: bool = False, timeout_s: float | None = None) -> None:
         """Start (if needed) and run until stopped, failed, caught up (if asked) or timed out."""
-        if not self.runners:
+        if self.trigger is None:
             self.start()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        targets: dict[int, int | None] = {}
-        for sub in self.topology.subtopologies:
-            topic = self.runners[sub.id].compiled.source_topic
-            targets[sub.id] = None if topic in self.topology.internal_topics else Topic.open(self.config.root, self.registry.physical(topic)).version()
-        done: set[int] = set()
+        targets = {t: Topic.open(self.config.root, self.registry.physical(t)).version() for t in self.topology.source_topics}
         try:
             while True:
-                self._raise_failures()
-                self._start_ready_queries()
-                if until_caught_up:
-                    self._advance_targets(targets, done)
-                    if len(done) == len(targets):
-                        return
+                self._check_query()
+                if until_caught_up and self.caught_up(targets):
+                    return
                 if deadline is not None and time.monotonic() > deadline:
                     if until_caught_up:
-                        raise DeltaStreamsError(f"not caught up after {timeout_s} s (done: sub-topologies {sorted(done)})")
+                        raise DeltaStreamsError(f"not caught up after {timeout_s} s")
                     return
-                time.sleep(0.1)
+                time.sleep(0.05)
         finally:
             self.stop()
 
-    def _advance_targets(self, targets: dict[int, int | None], done: set[int]) -> None:
-        for sub in self.topology.subtopologies:
-            if sub.id in done:
-                continue
-            topic = self.runners[sub.id].compiled.source_topic
-            if targets[sub.id] is None:
-                upstream = [s.id for s in self.topology.subtopologies if topic in s.sink_topics]
-                if not all(u in done for u in upstream):
-                    continue
-                if not self.registry.exists(topic):
-                    done.add(sub.id)  # the upstream never wrote anything
-                    continue
-                targets[sub.id] = Topic.open(self.config.root, self.registry.physical(topic)).version()
-            if self.consumed_version(sub.id) >= targets[sub.id]:
-                done.add(sub.id)
+
+def _last_recorded_batch(query) -> int:
+    """Id of the last batch Spark recorded as done (progress is posted after its commit log)."""
+    progress = query.lastProgress
+    return -1 if progress is None else int(progress["batchId"])
+
+
+def _ping_host(settings: BatchSettings, shipped: ShippedTopology, task: str, idle_timeout_s: float) -> None:
+    name = task_host.host_name(settings.state_dir, settings.application_id, task)
+    task_host.call(name, ("ping", shipped), idle_timeout_s=idle_timeout_s)

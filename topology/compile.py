@@ -1,9 +1,10 @@
-"""Compile a sub-topology for Spark: which part runs as Catalyst, which in the processing core.
+"""Decide, per sub-topology, which part runs as Catalyst and which in the processing core.
 
 A sub-topology whose first steps (after its source) use Spark Column expressions runs them as
-Catalyst over the records (read in ``records`` mode); the processing core takes over at the first
-step that is not a Column expression (the *entry*). Every other sub-topology reads in
-``descriptors`` mode: each task reads its own files, and the core runs everything.
+Catalyst over the records (``records`` mode); the processing core takes over after the last such
+step (the *entry*). Every other sub-topology runs in ``descriptors`` mode: each task reads its own
+files and the core runs everything. The Spark side of this lives in
+``streams._internal.spark.catalyst``; this module only decides.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def _function(node):
 @dataclass(frozen=True)
 class CompiledSubtopology:
     subtopology: SubTopology
-    source_topic: str
+    source_topics: tuple[str, ...]
     catalyst_steps: tuple[str, ...]
     """Nodes run as Catalyst, in order, right after the source."""
 
@@ -39,29 +40,6 @@ class CompiledSubtopology:
     @property
     def mode(self) -> str:
         return "records" if self.catalyst_steps else "descriptors"
-
-    def apply(self, topology: Topology, frame):
-        """The Catalyst steps over a DataFrame of records (partition, offset, timestamp, key, value)."""
-        from pyspark.sql import functions as F
-
-        frame = frame.withColumn(REJECTED, F.lit(None).cast("string"))
-        for name in self.catalyst_steps:
-            node = topology.nodes[name]
-            fn = _function(node).fn
-            if isinstance(node, FilterNode):
-                # A null predicate (a missing field) marks the record bad instead of dropping it;
-                # the processing core routes marked records to the dead-letter topic.
-                reason = F.when(fn.isNull() & F.col(REJECTED).isNull(), F.lit(f"{name}: predicate is null for this record (a missing field?)"))
-                frame = frame.withColumn(REJECTED, F.coalesce(F.col(REJECTED), reason))
-                frame = frame.filter(F.col(REJECTED).isNotNull() | ((~fn) if node.negate else fn))
-            elif isinstance(node, MapValuesNode):
-                frame = frame.withColumn("value", fn)
-            elif isinstance(node, SelectKeyNode):
-                frame = frame.withColumn("key", fn)
-            else:
-                key, value = fn
-                frame = frame.select("partition", "offset", "timestamp", key.alias("key"), value.alias("value"), REJECTED)
-        return frame.select("partition", "offset", "timestamp", "key", "value", REJECTED)
 
 
 def for_executors(topology: Topology) -> Topology:
@@ -78,16 +56,14 @@ def for_executors(topology: Topology) -> Topology:
 
 
 def compile_subtopology(topology: Topology, sub: SubTopology) -> CompiledSubtopology:
+    """Which steps run as Catalyst: the Column steps right after the source of a sub-topology that
+    reads one topic from outside the application (records enter Spark only there)."""
     sources = [n for n in sub.nodes if isinstance(topology.nodes[n], SourceNode)]
-    topics = [t for n in sources for t in topology.nodes[n].topics]
-    if len(sources) != 1 or len(topics) != 1:
-        raise TopologyError(
-            f"sub-topology {sub.id} reads {topics}; the Spark runtime runs sub-topologies with exactly one source topic",
-            node=sources[0] if sources else None,
-        )
+    topics = tuple(t for n in sources for t in topology.nodes[n].topics)
     steps: list[str] = []
     current = sources[0]
-    while len(topology.children[current]) == 1:
+    external = len(sources) == 1 and len(topics) == 1 and topics[0] not in topology.internal_topics
+    while external and len(topology.children[current]) == 1:
         child = topology.children[current][0]
         node = topology.nodes[child]
         function = _function(node)
@@ -98,9 +74,11 @@ def compile_subtopology(topology: Topology, sub: SubTopology) -> CompiledSubtopo
     for name in sub.nodes:
         function = _function(topology.nodes[name])
         if name not in steps and function is not None and function.is_column:
-            raise TopologyError(
-                f"{name} uses a Spark Column expression after steps that are not: Column steps must come first in a "
-                "sub-topology (or use pyarrow expressions, which run anywhere)",
-                node=name,
+            where = (
+                "after steps that are not: Column steps must come first in a sub-topology"
+                if external
+                else "in a sub-topology that reads a repartition topic or several topics: Column steps run only right after "
+                "the source of a sub-topology reading one input topic"
             )
-    return CompiledSubtopology(sub, topics[0], tuple(steps))
+            raise TopologyError(f"{name} uses a Spark Column expression {where} (or use pyarrow expressions, which run anywhere)", node=name)
+    return CompiledSubtopology(sub, topics, tuple(steps))

@@ -106,6 +106,35 @@ def write_partition_file(table_uri: str, partition: int, rows: pa.Table, *, stag
     )
 
 
+def write_staged_file(table_uri: str, partition: int, records: pa.Table) -> DataFile:
+    """Write one partition's records in record form (no ``partition``, no offsets yet) as Arrow
+    IPC under ``_staging``: the downstream task of that partition merges every writer's staged
+    file into the partition's Parquet file, assigning offsets then."""
+    fs, base = filesystem_for(table_uri)
+    rel = f"{STAGING}/{partition}-{uuid.uuid4().hex}.arrow"
+    fs.create_dir(f"{base}/{STAGING}", recursive=True)
+    with fs.open_output_stream(f"{base}/{rel}") as stream, pa.ipc.new_file(stream, records.schema) as writer:
+        writer.write_table(records)
+    stamps = pc.min_max(records.column(TIMESTAMP))
+    return DataFile(
+        path=rel,
+        size=fs.get_file_info(f"{base}/{rel}").size,
+        partition=partition,
+        num_records=records.num_rows,
+        min_offset=-1,
+        max_offset=-1,
+        min_timestamp=stamps["min"].as_py(),
+        max_timestamp=stamps["max"].as_py(),
+        modification_time=int(time.time() * 1000),
+    )
+
+
+def read_staged_file(table_uri: str, rel_path: str) -> pa.Table:
+    fs, base = filesystem_for(table_uri)
+    with fs.open_input_file(f"{base}/{rel_path}") as source:
+        return pa.ipc.open_file(source).read_all()
+
+
 def _read(table_uri: str, rel_path: str) -> pa.Table:
     fs, base = filesystem_for(table_uri)
     if rel_path.endswith(".arrow"):

@@ -15,6 +15,20 @@ from conf.errors import StateStoreError
 _META_FAMILY = "deltastreams-meta"
 
 
+class StoreCorruptedError(StateStoreError):
+    """RocksDB found the store's files corrupt (a checksum or format error). The store is moved
+    aside and rebuilt from its changelog; nothing needs to be done by hand."""
+
+    def __init__(self, message: str, *, store: str, path: Path) -> None:
+        super().__init__(message, store=store)
+        self.path = path
+
+
+def _corrupt(error: BaseException) -> bool:
+    text = str(error).lower()
+    return "corrupt" in text or "checksum" in text or "no such file" in text or "bad magic" in text
+
+
 def _options() -> Options:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
@@ -47,31 +61,50 @@ class RocksDBKeyValueStore:
                     continue
                 error = e
                 break
+        if _corrupt(error):
+            raise StoreCorruptedError(f"RocksDB store '{name}' at {self.path} is corrupt: {error}", store=name, path=self.path) from error
         raise StateStoreError(
             f"cannot open RocksDB store '{name}' at {self.path}: {error}. If another process holds it, stop that "
-            "process; if it is corrupt, delete the directory: it is rebuilt from the changelog.",
+            "process; deltastreams waited 60 s for its lock.",
             store=name,
         ) from error
 
+    def _failed(self, error: BaseException) -> StateStoreError:
+        if _corrupt(error):
+            return StoreCorruptedError(f"RocksDB store '{self.name}' at {self.path} is corrupt: {error}", store=self.name, path=self.path)
+        return StateStoreError(f"RocksDB store '{self.name}' at {self.path} failed: {error}", store=self.name)
+
     def get(self, key: bytes) -> bytes | None:
-        return self._db.get(key)
+        try:
+            return self._db.get(key)
+        except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception
+            raise self._failed(e) from e
 
     def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
         if not keys:
             return []
-        return self._db.get(list(keys))
+        try:
+            return self._db.get(list(keys))
+        except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception
+            raise self._failed(e) from e
 
     def range(self, lo: bytes | None = None, hi: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         read_options = ReadOptions()
         if hi is not None:
             read_options.set_iterate_upper_bound(hi)
-        if lo is None:
-            yield from self._db.items(read_opt=read_options)
-        else:
-            yield from self._db.items(from_key=lo, read_opt=read_options)
+        try:
+            if lo is None:
+                yield from self._db.items(read_opt=read_options)
+            else:
+                yield from self._db.items(from_key=lo, read_opt=read_options)
+        except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception
+            raise self._failed(e) from e
 
     def get_meta(self, key: str) -> bytes | None:
-        return self._meta.get(key.encode())
+        try:
+            return self._meta.get(key.encode())
+        except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception
+            raise self._failed(e) from e
 
     def write(self, changes: Iterable[ChangelogEntry], meta: Mapping[str, bytes] | None = None) -> None:
         batch = WriteBatch(raw_mode=True)
@@ -85,7 +118,10 @@ class RocksDBKeyValueStore:
             for key, value in meta.items():
                 batch.put(key.encode(), value, family)
             del family
-        self._db.write(batch)
+        try:
+            self._db.write(batch)
+        except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception
+            raise self._failed(e) from e
 
     def close(self) -> None:
         # Column-family views keep the database (and its LOCK) open: close them first.

@@ -9,7 +9,7 @@ from streams.errors import ProducerFencedError
 
 def staged_batch(topic, seq, records):
     files = topic.prepare_files(records, topic.end_offsets())
-    return DecidedBatch(seq=seq, epoch=0, source_start=seq - 1, source_end=seq, tables={topic.name: TablePublication(topic.uri, tuple(files))})
+    return DecidedBatch(seq=seq, epoch=0, sources={"in": (seq - 1, seq)}, tables={topic.name: TablePublication(topic.uri, tuple(files))})
 
 
 def records(keys):

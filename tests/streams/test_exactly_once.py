@@ -42,7 +42,7 @@ def test_at_least_once_under_the_same_kills_duplicates_what_exactly_once_does_no
     crash_harness.append_events(str(tmp_path), 6000, seed=11, appends=6)
     command = crash_harness.job_command(str(tmp_path), "at_least_once", "revisions", 1000)
     with open(tmp_path / "harness.log", "a") as log:
-        assert crash_harness.run_once(command, crash_at="before_spark_commit@2", kill_after_s=None, log=log) == "crash-point"
+        assert crash_harness.run_once(command, crash_at="during_publication@2", kill_after_s=None, log=log) == "crash-point"
         assert crash_harness.run_once(command, crash_at=None, kill_after_s=None, log=log) == "finished"
     report = crash_harness.Report("at_least_once", "revisions")
     crash_harness.check(str(tmp_path), report)

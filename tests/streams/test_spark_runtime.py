@@ -67,10 +67,10 @@ def test_a_run_stopped_half_way_completes_on_restart(spark, tmp_path):
     app.start()
     import time
 
-    while sum(1 for m in app.runners[0].history) < 2:
+    while sum(1 for m in app.history if m.subtopology == 0) < 2:
         time.sleep(0.1)
     app.stop()
-    half = sum(m.records_in for m in app.runners[0].history)
+    half = sum(m.records_in for m in app.history if m.subtopology == 0)
     assert 0 < half < 12_000
     run_pageview(spark, tmp_path, max_records=2_000)
     expected = final_counts(source_events(str(tmp_path)), window_ms=WINDOW_MS, grace_ms=GRACE_MS)
@@ -84,7 +84,7 @@ def test_deleted_local_state_is_rebuilt_from_the_changelog(spark, tmp_path):
     shutil.rmtree(tmp_path / "state")
     generate(str(tmp_path), 8_000, seed=10, batches=2)
     second = run_pageview(spark, tmp_path)
-    assert sum(m.restored_entries for r in second.runners.values() for m in r.history) > 0
+    assert sum(m.restored_entries for m in second.history) > 0
     expected = final_counts(source_events(str(tmp_path)), window_ms=WINDOW_MS, grace_ms=GRACE_MS)
     assert_df_equality(as_spark(spark, results_frame(tmp_path)), as_spark(spark, expected), ignore_row_order=True)
 

@@ -1,14 +1,14 @@
-"""Make a batch's files into one dense offset sequence per partition, in a deterministic order.
+"""Make a sub-topology batch's files into one dense offset sequence per partition.
 
 Tasks write their files in parallel, each numbering a partition's records from where the
-partition ended before the batch. A partition written by one task keeps that file as is (unless a
-cast is needed). A partition written by several tasks gets their records merged into one file in
-event-time order (Kafka's PartitionGroup choice: next comes the writer whose next record is
-earliest) and renumbered. Interleaving writers by arrival, or one writer after the other, would
-make stream time downstream jump ahead by a whole batch and drop records as late depending on how
-the input was cut into batches; the merge keeps results independent of that, up to records within
-a few milliseconds of a batch boundary. A topic created by this batch gets one schema (the
-first writer's, unless its types are null where another writer's are not).
+partition ended when the trigger was planned. A partition written by one task keeps that file as
+is (unless a cast is needed). A partition of a sink or the dead-letter topic written by several
+tasks (or by an earlier sub-topology of the same trigger) gets its files renumbered one after the
+other, in writer order: nothing downstream in the application reads these topics, so their order
+across writers is not a processing order. (Repartition topics, which are read downstream, arrive
+here already merged in event-time order by the downstream tasks: :mod:`streams._internal.runtime.merge`.)
+A topic created by this batch gets one schema (the first writer's, unless its types are null where
+another writer's are not).
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
-from sinks._internal.files import DataFile, merge_files, rewrite_file
-from sinks.topics import TopicLayout
-from streams._internal.runtime.batch import WrittenFile, schema_from_text
-from streams._internal.runtime.topics import TopicRegistry
+from sinks import DataFile, TopicLayout, rewrite_file
+from streams._internal.runtime.plan import WrittenFile, schema_from_text
+from streams._internal.runtime.registry import TopicRegistry
 
 
 def _null_columns(schema: pa.Schema) -> int:
@@ -42,8 +41,7 @@ def _choose_layouts(files: list[WrittenFile], registry: TopicRegistry) -> None:
 
 
 def consolidate(topic: str, files: list[WrittenFile], registry: TopicRegistry, *, threads: int = 4) -> list[DataFile]:
-    """One topic's final files, offsets dense from the registry's next offsets. Call with the
-    topic's lock held if other sub-topologies write it too."""
+    """One topic's final files, offsets dense from the registry's next offsets."""
     _choose_layouts(files, registry)
     table_schema = registry.layout(topic).table_schema()
     file_schema = pa.schema([f for f in table_schema if f.name != "partition"])
@@ -54,25 +52,16 @@ def consolidate(topic: str, files: list[WrittenFile], registry: TopicRegistry, *
         per_partition[item.file.partition].append(item)
     jobs = []
     for partition, items in sorted(per_partition.items()):
-        items.sort(key=lambda w: (w.writer, w.file.min_offset))
         first = next_offsets[partition]
-        if len(items) > 1:
-            jobs.append(functools.partial(merge_files, uri, partition, [w.file for w in items], first_offset=first, schema=file_schema))
-        else:
-            item = items[0]
+        for item in sorted(items, key=lambda w: (w.writer, w.file.min_offset)):
             shift = first - item.file.min_offset
             cast = item.schema is not None and schema_from_text(item.schema) != table_schema
-            staged = item.file.path.endswith(".arrow")
-            if shift or cast or staged:
+            if shift or cast:
                 jobs.append(functools.partial(rewrite_file, uri, item.file, shift=shift, schema=file_schema if cast else None))
             else:
                 jobs.append(functools.partial(lambda f: f, item.file))
+            first += item.file.num_records
+    if len(jobs) <= 1:
+        return [job() for job in jobs]
     with ThreadPoolExecutor(max_workers=threads) as pool:
         return list(pool.map(lambda job: job(), jobs))
-
-
-def by_topic(files: list[WrittenFile]) -> dict[str, list[WrittenFile]]:
-    grouped: dict[str, list[WrittenFile]] = defaultdict(list)
-    for written in files:
-        grouped[written.topic].append(written)
-    return dict(grouped)

@@ -33,7 +33,7 @@ def spark_session(config: StreamsConfig):
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-    from sinks.spark_source import DeltaTopicSource
+    from streams._internal.spark.source import DeltaTopicSource
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(f"deltastreams-{config.application_id}")

@@ -12,21 +12,18 @@ partitions as the writing sub-topology has tasks; the dead-letter topic has one.
 
 from __future__ import annotations
 
-import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from conf import StreamsConfig
-from sinks._internal import delta_log
-from sinks.topics import Topic, TopicLayout, create_topic_with_layout, topic_uri
-from streams._internal.processing.task import DEAD_LETTER_VALUE
-from streams._internal.runtime.batch import TopicTarget
 from conf.errors import CommitError, TopicNotFoundError
+from sinks import AddedFile, Topic, TopicLayout, create_topic_with_layout, end_offsets, topic_uri
+from streams._internal.processing.task import DEAD_LETTER_VALUE
+from streams._internal.runtime.plan import TopicTarget
 from topology.graph import SubTopology, Topology
 from topology.nodes import SinkNode
-
-CHANGELOG_LAYOUT_TYPES = (pa.binary(), pa.binary())
 
 
 @dataclass
@@ -39,11 +36,12 @@ class _Entry:
     value_column: str = "value"
     next_offsets: list[int] = field(default_factory=list)
     table_id: str = ""
-    lock: threading.Lock = field(default_factory=threading.Lock)
     table: object = None
     """The topic's DeltaTable, kept loaded and updated incrementally."""
     version: int = -1
     """The version this application last saw or wrote."""
+    recent_files: dict[int, tuple[AddedFile, ...]] = field(default_factory=dict)
+    """Per partition, the files the last commit added (changelogs: spares tasks a log scan)."""
 
 
 class TopicRegistry:
@@ -52,7 +50,6 @@ class TopicRegistry:
         self.topology = topology
         self.root = config.root
         self._entries: dict[str, _Entry] = {}
-        self._guard = threading.Lock()
         self.changelog_topics: set[str] = set()
 
     # -- partition counts ----------------------------------------------------------------------
@@ -87,27 +84,33 @@ class TopicRegistry:
 
     # -- registration -------------------------------------------------------------------------
 
-    def register_outputs(self) -> None:
-        """Every topic the application writes: sinks and repartition topics (created on first
-        write, when their types are known), changelogs and the dead-letter topic (created now)."""
+    def register(self) -> None:
+        """Every topic the application reads or writes, loaded in parallel: input topics (they
+        must exist), sinks and repartition topics (created on first write, when their types are
+        known), changelogs and the dead-letter topic (created now)."""
+        jobs: list[tuple] = [(t, self.partitions(t), "key", "value", None) for t in self.topology.source_topics]
         for sub in self.topology.subtopologies:
             for name in sub.nodes:
                 node = self.topology.nodes[name]
                 if isinstance(node, SinkNode):
-                    self._register(node.topic, self.partitions(node.topic), node.key_column, node.value_column)
+                    jobs.append((node.topic, self.partitions(node.topic), node.key_column, node.value_column, None))
             for store in sub.stores:
                 layout = TopicLayout.of(partitions=self.tasks(sub), key_type=pa.binary(), value_type=pa.binary())
-                self._register(self.changelog_topic(store), layout.partitions, layout=layout)
+                jobs.append((self.changelog_topic(store), layout.partitions, "key", "value", layout))
                 self.changelog_topics.add(self.changelog_topic(store))
         dlq = TopicLayout.of(partitions=1, key_type=pa.string(), value_type=DEAD_LETTER_VALUE)
-        self._register(self.config.dlq_topic, 1, layout=dlq)
+        jobs.append((self.config.dlq_topic, 1, "key", "value", dlq))
         if self.config.late_records_topic:
-            self._register(self.config.late_records_topic, 1)
+            jobs.append((self.config.late_records_topic, 1, "key", "value", None))
+        unique = {job[0]: job for job in jobs}
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            for entry in pool.map(lambda job: self._register(*job), unique.values()):
+                self._entries[entry.logical] = entry
 
     def changelog_topic(self, store: str) -> str:
         return self.topology.stores[store].changelog_topic(self.config.application_id)
 
-    def _register(self, logical: str, partitions: int, key_column: str = "key", value_column: str = "value", layout: TopicLayout | None = None) -> None:
+    def _register(self, logical: str, partitions: int, key_column: str, value_column: str, layout: TopicLayout | None) -> _Entry:
         entry = _Entry(logical, self.physical(logical), partitions, None, key_column, value_column)
         if Topic.exists(self.root, entry.physical):
             self._load(entry)
@@ -116,7 +119,7 @@ class TopicRegistry:
             self._load(entry)
         else:
             entry.next_offsets = [0] * partitions
-        self._entries[logical] = entry
+        return entry
 
     def _load(self, entry: _Entry) -> None:
         topic = Topic.open(self.root, entry.physical)
@@ -126,15 +129,14 @@ class TopicRegistry:
         entry.table_id = table.metadata().id
         entry.table = table
         entry.version = table.version()
-        ends = delta_log.end_offsets(table)
+        ends = end_offsets(table)
         entry.next_offsets = [ends.get(p, 0) for p in range(topic.partitions)]
 
     def ensure_created(self, logical: str, layout: TopicLayout) -> None:
         entry = self._entries[logical]
-        with self._guard:
-            if entry.layout is None:
-                create_topic_with_layout(self.root, entry.physical, layout, exist_ok=True)
-                self._load(entry)
+        if entry.layout is None:
+            create_topic_with_layout(self.root, entry.physical, layout, exist_ok=True)
+            self._load(entry)
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -151,9 +153,6 @@ class TopicRegistry:
     def next_offsets(self, logical: str) -> list[int]:
         return list(self._entries[logical].next_offsets)
 
-    def advance(self, logical: str, partition: int, count: int) -> None:
-        self._entries[logical].next_offsets[partition] += count
-
     def delta_table(self, logical: str):
         """The topic's table at its latest version; fails if someone else wrote it since this
         application last did: offsets were assigned from what this application knows."""
@@ -167,11 +166,32 @@ class TopicRegistry:
             )
         return entry.table
 
-    def committed(self, logical: str, version: int) -> None:
-        self._entries[logical].version = version
+    def version(self, logical: str) -> int:
+        """The version this application last saw or wrote (-1: the topic does not exist)."""
+        entry = self._entries.get(logical)
+        return entry.version if entry is not None else -1
 
-    def lock(self, logical: str) -> threading.Lock:
-        return self._entries[logical].lock
+    def committed(self, logical: str, version: int, files=()) -> None:
+        """The application committed ``files`` as ``version`` of the topic."""
+        entry = self._entries[logical]
+        entry.version = version
+        by_partition: dict[int, list[AddedFile]] = {}
+        for f in files:
+            entry.next_offsets[f.partition] = max(entry.next_offsets[f.partition], f.max_offset + 1)
+            by_partition.setdefault(f.partition, []).append(AddedFile(f.path, f.partition, f.num_records, f.min_offset, f.max_offset))
+        entry.recent_files.update({p: tuple(fs) for p, fs in by_partition.items()})
+
+    def recent_files(self, logical: str, partition: int) -> tuple[AddedFile, ...]:
+        return self._entries[logical].recent_files.get(partition, ())
+
+    def refresh(self, logical: str) -> int:
+        """Reload a topic another writer may have appended to (an input topic); returns its version."""
+        entry = self._entries.get(logical)
+        if entry is None or entry.table is None:
+            return Topic.open(self.root, self.physical(logical)).version()
+        entry.table.update_incremental()
+        entry.version = entry.table.version()
+        return entry.version
 
     def target(self, logical: str) -> TopicTarget:
         entry = self._entries[logical]
@@ -184,16 +204,8 @@ class TopicRegistry:
             key_column=entry.key_column,
             value_column=entry.value_column,
             next_offsets=tuple(entry.next_offsets),
-            staging=logical in self.topology.internal_topics and self._writer_tasks(logical) > 1,
+            staged=logical in self.topology.internal_topics,
         )
-
-    def _writer_tasks(self, logical: str) -> int:
-        return sum(self.tasks(s) for s in self.topology.subtopologies if logical in s.sink_topics)
-
-    def source_target(self, logical: str) -> TopicTarget:
-        """A topic a sub-topology reads (it must exist)."""
-        topic = Topic.open(self.root, self.physical(logical))
-        return TopicTarget(logical, topic.name, topic.uri, topic.partitions, topic.layout)
 
     def written_by(self, sub: SubTopology) -> list[str]:
         """Logical topics a sub-topology's tasks may write."""
@@ -203,7 +215,3 @@ class TopicRegistry:
         if self.config.late_records_topic and any(self.topology.nodes[n].stores for n in sub.nodes):
             topics.append(self.config.late_records_topic)
         return topics
-
-    def shared(self, logical: str) -> bool:
-        """Written by more than one sub-topology (the dead-letter topic, a shared sink)."""
-        return sum(logical in self.written_by(s) for s in self.topology.subtopologies) > 1

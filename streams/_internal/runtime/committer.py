@@ -1,0 +1,171 @@
+"""Committing a sub-topology's micro-batch: exactly-once or at-least-once, as a strategy of one
+committer (docs/exactly-once.md).
+
+A trigger commits its sub-topologies one after another, upstream first. For each, in order:
+
+1. **Consolidate** (driver): every output partition gets one dense run of offsets (a partition
+   written by several tasks, or by an earlier sub-topology in the same trigger, is renumbered);
+   topics first written by this batch are created from the most complete writer's types.
+2. **Decide** (exactly_once only): one exclusive commit to the sub-topology's transaction log
+   naming every file and the source positions: the point of no return. It fails if another
+   instance registered since (``ProducerFencedError``).
+3. **Publish**: every output table gets its files in one commit; under exactly_once tagged
+   ``txn(<app>/subtopology-<n>, seq)`` and skipped where the table already has it.
+4. **Record progress** (at_least_once only): the same entry, written after publication, so a crash
+   in between replays the batch (duplicates, by definition of the guarantee).
+
+Both guarantees keep the sub-topology's source positions in its transaction log, so a restart
+resumes there whatever Spark's checkpoint says. Only exactly_once registers epochs that fence, and
+rolls the last decided batch forward at start.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from deltalake import DeltaTable
+
+from conf import StreamsConfig
+from sinks import DataFile, under_root
+from sinks.transaction import DecidedBatch, TablePublication, TransactionLog
+from streams._internal.runtime.consolidate import consolidate
+from streams._internal.runtime.crashpoints import crash_point
+from streams._internal.runtime.plan import WrittenFile
+from streams._internal.runtime.registry import TopicRegistry
+from streams._internal.runtime.timing import Phases
+from topology.graph import SubTopology
+
+log = logging.getLogger("deltastreams")
+
+
+@dataclass
+class Published:
+    files: dict[str, list[DataFile]] = field(default_factory=dict)
+    seconds: float = 0.0
+    phases: Phases = field(default_factory=Phases)
+
+
+class Committer:
+    """Commits every sub-topology of one application instance."""
+
+    def __init__(self, registry: TopicRegistry) -> None:
+        self.registry = registry
+        self.config: StreamsConfig = registry.config
+        self.exactly_once = self.config.exactly_once
+        self.instance = uuid.uuid4().hex[:12]
+        self.logs: dict[int, TransactionLog] = {}
+        self.last: dict[int, DecidedBatch | None] = {}
+        self.positions: dict[int, dict[str, int]] = {}
+
+    def log_uri(self, subtopology: int) -> str:
+        return under_root(self.config.root, "transactions", self.config.application_id, f"subtopology-{subtopology}")
+
+    def txn_app_id(self, subtopology: int) -> str:
+        return f"{self.config.application_id}/subtopology-{subtopology}"
+
+    # -- start-up ---------------------------------------------------------------------------
+
+    def recover(self, subtopologies: Sequence[SubTopology]) -> None:
+        """Per sub-topology (in parallel): open its log; under exactly_once register the next
+        epoch (fencing older instances) and roll the last decided batch forward (an instance that
+        died while publishing left it half visible); read where its inputs stand."""
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(subtopologies)))) as pool:
+            for sub, (txlog, last) in zip(subtopologies, pool.map(self._recover_one, subtopologies), strict=True):
+                self.logs[sub.id], self.last[sub.id] = txlog, last
+                self.positions[sub.id] = {t: end for t, (_, end) in (last.sources.items() if last else ())}
+                log.info(
+                    "sub-topology %d: instance %s%s, resuming after %s",
+                    sub.id, self.instance, f" registered with epoch {txlog.epoch}" if self.exactly_once else "",
+                    self.positions[sub.id] or "(the start)",
+                )
+
+    def _recover_one(self, sub: SubTopology) -> tuple[TransactionLog, DecidedBatch | None]:
+        txlog = TransactionLog(self.log_uri(sub.id), self.txn_app_id(sub.id))
+        if self.exactly_once:
+            txlog.register(self.instance)
+        last = txlog.last_decided()
+        if last is not None and last.exactly_once and self.exactly_once:
+            txlog.publish(last, lambda topic, uri: DeltaTable(uri))
+        return txlog, last
+
+    @property
+    def epoch(self) -> int:
+        """This instance's epoch: the highest of its registrations (names its checkpoint)."""
+        return max((t.epoch for t in self.logs.values()), default=0)
+
+    def position(self, subtopology: int, topic: str) -> int:
+        """Version of ``topic`` up to which the sub-topology has committed its input (-1: none)."""
+        return self.positions[subtopology].get(topic, -1)
+
+    # -- one sub-topology's batch ----------------------------------------------------------------
+
+    def commit(self, subtopology: int, sources: Mapping[str, tuple[int, int]], written: Sequence[WrittenFile]) -> Published:
+        started = time.perf_counter()
+        published = Published()
+        grouped: dict[str, list[WrittenFile]] = defaultdict(list)
+        for item in written:
+            grouped[item.topic].append(item)
+        crash_point("after_data_files")
+        # Step 1: one dense offset run per partition.
+        with published.phases.time("consolidate"):
+            for topic, items in grouped.items():
+                published.files[topic] = consolidate(topic, items, self.registry)
+        crash_point("after_consolidate")
+        txlog = self.logs[subtopology]
+        previous = self.last.get(subtopology)
+        batch = DecidedBatch(
+            seq=(previous.seq + 1) if previous is not None else 0,
+            epoch=txlog.epoch,
+            sources=dict(sources),
+            tables={t: TablePublication(self.registry.uri(t), tuple(published.files[t])) for t in sorted(published.files)},
+            exactly_once=self.exactly_once,
+        )
+        if self.exactly_once:
+            # Step 2: the point of no return.
+            with published.phases.time("decide"):
+                txlog.decide(batch)
+            crash_point("after_commit")
+            # Step 3: publish, table by table (in parallel), idempotently.
+            with published.phases.time("publish"):
+                txlog.publish(batch, lambda topic, uri: self.registry.delta_table(topic), self._on_published(batch))
+        else:
+            # Step 3 first, without txn tags; step 4 records the progress afterwards.
+            with published.phases.time("publish"):
+                self._publish_plain(batch)
+            with published.phases.time("decide"):
+                txlog.decide(batch)
+        self.last[subtopology] = batch
+        self.positions[subtopology].update({t: end for t, (_, end) in sources.items()})
+        crash_point("before_spark_commit")
+        published.seconds = time.perf_counter() - started
+        return published
+
+    def _on_published(self, batch: DecidedBatch):
+        count = 0
+
+        def on_published(topic: str, version: int) -> None:
+            nonlocal count
+            self.registry.committed(topic, version, batch.tables[topic].files)
+            count += 1
+            if count == 1:
+                crash_point("during_publication")
+
+        return on_published
+
+    def _publish_plain(self, batch: DecidedBatch) -> None:
+        from sinks import commit_files
+
+        for count, (topic, publication) in enumerate(batch.tables.items()):
+            if not publication.files:
+                continue
+            table = self.registry.delta_table(topic)
+            version = commit_files(table, publication.files, schema=self.registry.layout(topic).table_schema(), exclusive=True)
+            self.registry.committed(topic, version, publication.files)
+            if count == 0:
+                crash_point("during_publication")

@@ -1,0 +1,117 @@
+"""Plan a trigger on the driver: which sub-topologies run, which files every task reads, where
+every output ends.
+
+A sub-topology runs in a trigger when it has committed input it has not consumed (new versions of
+an input topic up to where Spark's batch ends, or a repartition topic's backlog, left by a crash
+between two sub-topologies' commits) or when a sub-topology upstream of it runs (its fresh
+repartition records are merged and processed in the same trigger). Sub-topologies are grouped in
+stages by their depth in the graph of repartition topics: a stage's tasks take fresh records only
+from earlier stages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sinks import AddedFile, files_added
+from state import ChangelogPosition
+from streams._internal.runtime.plan import BatchPlan, BatchSettings, InputFiles, ShippedTopology, SubtopologyPlan, TaskPlan
+from streams._internal.runtime.registry import TopicRegistry
+from topology.graph import SubTopology, Topology
+
+
+@dataclass
+class TriggerPlan:
+    plan: BatchPlan
+    sources: dict[int, dict[str, tuple[int, int | None]]] = field(default_factory=dict)
+    """Per running sub-topology, per input topic: versions ``(start, end]`` it consumes; ``end``
+    None for a repartition topic its upstream writes in this trigger (known once published)."""
+
+    @property
+    def empty(self) -> bool:
+        return not self.plan.stages
+
+
+class Planner:
+    def __init__(self, topology: Topology, registry: TopicRegistry, settings: BatchSettings, shipped: ShippedTopology, entries: Mapping[int, str | None]) -> None:
+        self.topology = topology
+        self.registry = registry
+        self.settings = settings
+        self.shipped = shipped
+        self.entries = entries
+        """Per sub-topology, the end of its Catalyst prefix (records mode), or None."""
+        internal = topology.internal_topics
+        self.writer_of = {t: s.id for s in topology.subtopologies for t in s.sink_topics if t in internal}
+        self.levels: dict[int, int] = {}
+        for sub in topology.subtopologies:
+            self._level(sub)
+
+    def _level(self, sub: SubTopology) -> int:
+        if sub.id not in self.levels:
+            upstream = [self.writer_of[t] for t in sub.source_topics if t in self.writer_of]
+            self.levels[sub.id] = 1 + max((self._level(self.topology.subtopologies[u]) for u in upstream), default=-1)
+        return self.levels[sub.id]
+
+    def plan(self, batch_id: int, ends: Mapping[str, int], positions) -> TriggerPlan:
+        """``ends``: per input topic of the application, the version Spark's batch ends at (absent:
+        no new input). ``positions(sub, topic)``: where a sub-topology's committed input ends."""
+        running: set[int] = set()
+        trigger = TriggerPlan(BatchPlan(batch_id, self.settings, self.shipped, ()))
+        subs_by_level = sorted(self.topology.subtopologies, key=lambda s: (self.levels[s.id], s.id))
+        inputs: dict[int, dict[str, list[AddedFile]]] = {}
+        for sub in subs_by_level:
+            sources: dict[str, tuple[int, int | None]] = {}
+            files: dict[str, list[AddedFile]] = {}
+            for topic in sub.source_topics:
+                start = positions(sub.id, topic)
+                if topic not in self.writer_of:  # an input topic: Spark's batch says how far
+                    committed = end = max(start, ends.get(topic, start))
+                else:  # a repartition topic: its backlog, then fresh records if its upstream runs
+                    committed = self.registry.version(topic)
+                    end = None if self.writer_of[topic] in running else committed
+                if committed > start:
+                    files[topic] = files_added(self.registry.uri(topic), start, committed)
+                if end is None or end > start:
+                    sources[topic] = (start, end)
+            if sources:
+                running.add(sub.id)
+                trigger.sources[sub.id] = sources
+                inputs[sub.id] = files
+        stages: dict[int, list[SubtopologyPlan]] = {}
+        for sub in subs_by_level:
+            if sub.id in running:
+                stages.setdefault(self.levels[sub.id], []).append(self._subtopology_plan(sub, trigger.sources[sub.id], inputs[sub.id]))
+        trigger.plan = BatchPlan(batch_id, self.settings, self.shipped, tuple(tuple(stages[level]) for level in sorted(stages)))
+        return trigger
+
+    def _subtopology_plan(self, sub: SubTopology, sources: Mapping[str, tuple[int, int | None]], files: Mapping[str, list[AddedFile]]) -> SubtopologyPlan:
+        registry = self.registry
+        fresh = tuple(t for t, (_, end) in sources.items() if end is None)
+        changelogs = {store: registry.changelog_topic(store) for store in sub.stores}
+        tasks = []
+        for partition in range(registry.tasks(sub)):
+            task_inputs = tuple(
+                InputFiles(topic, registry.uri(topic), registry.layout(topic), tuple(f for f in topic_files if f.partition == partition))
+                for topic, topic_files in files.items()
+                if any(f.partition == partition for f in topic_files)
+            )
+            positions = {
+                store: ChangelogPosition(
+                    registry.uri(topic),
+                    registry.table_id(topic),
+                    partition,
+                    registry.next_offsets(topic)[partition],
+                    registry.recent_files(topic, partition),
+                )
+                for store, topic in changelogs.items()
+            }
+            tasks.append(TaskPlan(sub.id, partition, task_inputs, fresh, positions))
+        return SubtopologyPlan(
+            id=sub.id,
+            tasks=tuple(tasks),
+            outputs={t: registry.target(t) for t in registry.written_by(sub)},
+            merges={t: registry.target(t) for t in fresh},
+            changelogs=changelogs,
+            entry=self.entries.get(sub.id),
+        )

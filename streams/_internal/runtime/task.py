@@ -1,0 +1,128 @@
+"""One task's micro-batches, on whatever machine runs it: records in, files out.
+
+Per batch a task merges the fresh repartition records the upstream stage staged for its partition
+(:mod:`streams._internal.runtime.merge`), reads its committed input files, catches its stores up
+with their committed changelogs, runs the processing core, and writes every output through the
+record collector. Nothing it writes is visible until the driver's commit adds the files; the
+stores do not change until the next batch finds the changelog committed
+(:mod:`state.task_stores`).
+
+A :class:`TaskExecutor` lives as long as the process that runs the task (its task host,
+:mod:`streams._internal.runtime.task_host`), so the stores stay open between batches.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+
+from sinks import DataFile, Topic
+from state import StoreCorruptedError, TaskStores
+from streams._internal.processing.task import TaskProcessor
+from streams._internal.runtime.collector import RecordCollector
+from streams._internal.runtime.merge import merge_fresh
+from streams._internal.runtime.plan import BatchPlan, SubtopologyPlan, TaskOutcome, TaskPlan
+from streams._internal.runtime.timing import Phases
+
+log = logging.getLogger("deltastreams")
+
+Staged = Mapping[str, Sequence[tuple[int, DataFile]]]
+"""Per fresh repartition topic: (writer, staged file) pairs for this task's partition."""
+
+
+class TaskExecutor:
+    """Runs the batches of one task (one sub-topology partition) with its stores kept open."""
+
+    def __init__(self, state_dir: str, application_id: str, task_id: str) -> None:
+        self.stores = TaskStores(state_dir, application_id, task_id)
+
+    def run(self, plan: BatchPlan, task: TaskPlan, staged: Staged, records: Mapping[str, pa.Table] | None = None) -> TaskOutcome:
+        """One batch. ``records``: input already read (Catalyst mode), instead of ``task.inputs``."""
+        sub = plan.subtopology(task.subtopology)
+        for attempt in (1, 2):
+            try:
+                return self._run(plan, sub, task, staged, records)
+            except StoreCorruptedError as e:
+                # Found corrupt while processing (RocksDB checks blocks when it reads them): move
+                # it aside and run the batch again on a store rebuilt from the changelog.
+                self.stores.abort()
+                if attempt == 2:
+                    raise
+                name = next((n for n in self.stores.stores if self.stores.path(n) == e.path), e.store)
+                self.stores.quarantine(name, e)
+        raise AssertionError("unreachable")
+
+    def _run(self, plan: BatchPlan, sub: SubtopologyPlan, task: TaskPlan, staged: Staged, records: Mapping[str, pa.Table] | None) -> TaskOutcome:
+        phases = Phases()
+        outcome = TaskOutcome(task.subtopology, task.partition)
+        fresh: dict[str, pa.Table] = {}
+        with phases.time("merge"):
+            for topic, files in staged.items():
+                if files:
+                    fresh[topic], written = merge_fresh(sub.merges[topic], task.partition, files)
+                    outcome.merged.append(written)
+        if not task.process:
+            outcome.phases = dict(phases)
+            return outcome
+        with phases.time("read"):
+            inputs = dict(records) if records is not None else _read_inputs(task)
+            for topic, table in fresh.items():
+                inputs[topic] = pa.concat_tables([inputs[topic], table]) if topic in inputs else table
+        total = sum(t.num_rows for t in inputs.values())
+        if total == 0:
+            outcome.phases = dict(phases)
+            return outcome
+        try:
+            with phases.time("restore"):
+                opened = self.stores.prepare(task.changelogs)
+            outcome.restored_entries = sum(r.entries for r in self.stores.restores if not r.promoted)
+            settings = plan.settings
+            topology = plan.shipped.load()
+            processor = TaskProcessor(
+                topology,
+                topology.subtopologies[task.subtopology],
+                task.partition,
+                opened,
+                caching=settings.caching,
+                fail_on_bad_record=settings.fail_on_bad_record,
+                late_records_topic=settings.late_records_topic,
+                entry=sub.entry,
+            )
+            with phases.time("process"):
+                result = processor.process(inputs)
+            with phases.time("write"):
+                collector = RecordCollector(sub.outputs, task.partition)
+                for topic, table in result.outputs.items():
+                    collector.send(topic, table)
+                collector.send(settings.dead_letter_topic, result.dead_letters)
+                stamp = max((int(pa.compute.max(t.column("timestamp")).as_py() or 0) for t in inputs.values() if t.num_rows), default=0)
+                written = {}
+                for store, entries in result.changelogs.items():
+                    file = collector.send_changelog(sub.changelogs[store], entries, stamp)
+                    if file is not None:
+                        written[store] = (file.file.path, file.file.min_offset)
+            self.stores.finish(written)
+        except BaseException:
+            self.stores.abort()
+            raise
+        outcome.files = collector.files
+        outcome.processed = result.processed
+        outcome.dropped_records = result.dropped_records
+        outcome.emitted = sum(t.num_rows for t in result.outputs.values())
+        outcome.dead_letters = result.dead_letters.num_rows
+        outcome.phases = dict(phases)
+        return outcome
+
+    def close(self) -> None:
+        self.stores.close()
+
+
+def _read_inputs(task: TaskPlan) -> dict[str, pa.Table]:
+    inputs: dict[str, pa.Table] = {}
+    for source in task.inputs:
+        if source.files:
+            inputs[source.topic] = Topic(source.topic, source.uri, source.layout).read_files(list(source.files))
+    return inputs
+

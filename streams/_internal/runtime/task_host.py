@@ -1,0 +1,226 @@
+"""Task hosts: one long-lived process per task on each machine that runs it, holding its stores.
+
+Spark hands a task to whichever of its Python workers is free, so state kept in a worker would be
+found again only by chance. A task host is a process of its own per (state directory, application,
+task), started by the first Spark task that needs it and found again by every later one on that
+machine through a Unix socket with a name derived from those three (Linux abstract namespace: no
+file to clean up, no path-length limit). It keeps the task's RocksDB stores open and its last
+batch's changes in memory (:class:`streams._internal.runtime.task.TaskExecutor`), so a batch
+neither reopens a store nor reads its own changelog back. Batches reach it one at a time.
+
+A host ends when idle for ``idle_timeout_s``, when the executor (the JVM) it served is gone, when
+Spark's Python daemon shuts its process group down (SIGHUP), or when asked (``stop_hosts``). It
+holds no state that matters: losing it costs only the next batch a catch-up from the changelog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import os
+import pickle
+import socket
+import struct
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Iterable
+
+from conf.errors import DeltaStreamsError
+
+log = logging.getLogger("deltastreams")
+
+_FRAME = struct.Struct(">Q")
+_SPAWN_WAIT_S = 60.0
+
+
+class TaskHostError(DeltaStreamsError):
+    """A task failed in its task host; the message carries the original error's type and text."""
+
+
+def host_name(state_dir: str, application_id: str, task_id: str) -> str:
+    digest = hashlib.sha1(f"{os.path.abspath(state_dir)}\0{application_id}\0{task_id}".encode()).hexdigest()
+    return f"deltastreams-task-{digest}"
+
+
+def _address(name: str) -> str:
+    return "\0" + name
+
+
+def _send(sock: socket.socket, payload: bytes) -> None:
+    sock.sendall(_FRAME.pack(len(payload)) + payload)
+
+
+def _receive(sock: socket.socket) -> bytes:
+    header = _read_exactly(sock, _FRAME.size)
+    return _read_exactly(sock, _FRAME.unpack(header)[0])
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            raise ConnectionError("task host closed the connection")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+# -- the client side (a Spark task, or the driver stopping hosts) ---------------------------------
+
+
+def _connect(name: str) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(_address(name))
+    except (ConnectionRefusedError, FileNotFoundError):
+        sock.close()
+        return None
+    return sock
+
+
+def _executor_pid() -> int:
+    """The JVM this Python worker serves: the parent of Spark's Python daemon (our parent)."""
+    try:
+        with open(f"/proc/{os.getppid()}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _spawn(name: str, idle_timeout_s: float) -> None:
+    # Detached through an intermediate process that exits at once, so the host is not a child
+    # of a Python worker that never reaps it; it stays in Spark's process group on purpose (the
+    # daemon's SIGHUP at shutdown ends it).
+    command = [
+        sys.executable, "-m", "streams._internal.runtime.task_host",
+        "--name", name, "--idle-timeout-s", str(idle_timeout_s), "--watch-pid", str(_executor_pid()),
+    ]
+    launcher = (
+        "import subprocess, sys; "
+        f"subprocess.Popen({command!r}, stdin=subprocess.DEVNULL, close_fds=True)"
+    )
+    subprocess.run([sys.executable, "-c", launcher], check=True, stdin=subprocess.DEVNULL)
+
+
+def call(name: str, request: object, *, idle_timeout_s: float) -> object:
+    """Send one request to the task host ``name`` (starting it if needed); returns its reply."""
+    sock = _connect(name)
+    if sock is None:
+        _spawn(name, idle_timeout_s)
+        deadline = time.monotonic() + _SPAWN_WAIT_S
+        while sock is None:
+            if time.monotonic() > deadline:
+                raise TaskHostError(f"task host {name} did not start within {_SPAWN_WAIT_S:.0f} s")
+            time.sleep(0.02)
+            sock = _connect(name)
+    with sock:
+        _send(sock, pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+        ok, reply = pickle.loads(_receive(sock))
+    if not ok:
+        raise TaskHostError(reply)
+    return reply
+
+
+def stop_hosts(names: Iterable[str]) -> int:
+    """Ask task hosts on this machine to exit; returns how many did. Each has closed its stores
+    when this returns."""
+    stopped = 0
+    for name in names:
+        sock = _connect(name)
+        if sock is None:
+            continue
+        try:
+            with sock:
+                _send(sock, pickle.dumps(("stop", None)))
+                _receive(sock)
+            stopped += 1
+        except OSError:
+            continue
+    return stopped
+
+
+# -- the host process -----------------------------------------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def serve(name: str, idle_timeout_s: float, watch_pid: int) -> None:
+    from streams._internal.runtime.task import TaskExecutor
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(_address(name))
+    except OSError:
+        return  # another host for this task won the race: it serves
+    listener.listen(16)
+    listener.settimeout(1.0)
+    executor: TaskExecutor | None = None
+    last_request = time.monotonic()
+    try:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                if time.monotonic() - last_request > idle_timeout_s or not _alive(watch_pid):
+                    return
+                continue
+            last_request = time.monotonic()
+            with connection:
+                try:
+                    kind, payload = pickle.loads(_receive(connection))
+                except (ConnectionError, EOFError, pickle.UnpicklingError):
+                    continue
+                if kind == "stop":  # close the stores first: the caller may delete them next
+                    if executor is not None:
+                        executor.close()
+                        executor = None
+                    _send(connection, pickle.dumps((True, None)))
+                    return
+                try:
+                    if kind == "ping":  # warm-up: the topology unpickled, the imports done
+                        payload.load()
+                        _send(connection, pickle.dumps((True, None)))
+                        continue
+                    plan, task, staged, records = payload
+                    if executor is None:
+                        executor = TaskExecutor(plan.settings.state_dir, plan.settings.application_id, task.task_id)
+                    reply = (True, executor.run(plan, task, staged, records).to_json())
+                except Exception as e:  # noqa: BLE001 - reported to the Spark task, which fails
+                    reply = (False, f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
+                try:
+                    _send(connection, pickle.dumps(reply))
+                except OSError:
+                    log.warning("task host %s: the Spark task went away before its reply", name)
+    finally:
+        if executor is not None:
+            executor.close()
+        listener.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="deltastreams task host (started by Spark tasks)")
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--idle-timeout-s", type=float, default=120.0)
+    parser.add_argument("--watch-pid", type=int, default=0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s task-host %(message)s")
+    serve(args.name, args.idle_timeout_s, args.watch_pid)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The Catalyst prefix of a sub-topology: its leading Spark Column steps, applied to the records
+of a batch read before the processing core takes over (``topology.compile`` decides which)."""
+
+from __future__ import annotations
+
+from topology.compile import REJECTED, CompiledSubtopology
+from topology.graph import Topology
+from topology.nodes import FilterNode, MapValuesNode, SelectKeyNode
+
+
+def apply_catalyst_steps(compiled: CompiledSubtopology, topology: Topology, frame):
+    """The Column steps over a DataFrame of records (partition, offset, timestamp, key, value),
+    plus a ``_rejected`` column: the reason a step found a record bad, or null."""
+    from pyspark.sql import functions as F
+
+    frame = frame.withColumn(REJECTED, F.lit(None).cast("string"))
+    for name in compiled.catalyst_steps:
+        node = topology.nodes[name]
+        fn = (getattr(node, "predicate", None) or getattr(node, "mapper", None)).fn
+        if isinstance(node, FilterNode):
+            # A null predicate (a missing field) marks the record bad instead of dropping it;
+            # the processing core routes marked records to the dead-letter topic.
+            reason = F.when(fn.isNull() & F.col(REJECTED).isNull(), F.lit(f"{name}: predicate is null for this record (a missing field?)"))
+            frame = frame.withColumn(REJECTED, F.coalesce(F.col(REJECTED), reason))
+            frame = frame.filter(F.col(REJECTED).isNotNull() | ((~fn) if node.negate else fn))
+        elif isinstance(node, MapValuesNode):
+            frame = frame.withColumn("value", fn)
+        elif isinstance(node, SelectKeyNode):
+            frame = frame.withColumn("key", fn)
+        else:
+            key, value = fn
+            frame = frame.select("partition", "offset", "timestamp", key.alias("key"), value.alias("value"), REJECTED)
+    return frame.select("partition", "offset", "timestamp", "key", "value", REJECTED)

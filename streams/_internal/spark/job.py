@@ -1,0 +1,144 @@
+"""The Spark job of one trigger: every running sub-topology's tasks, stage by stage.
+
+Stage 0 holds the tasks of the sub-topologies that read only input topics; stage ``k`` those
+whose repartition inputs come from stage ``k - 1`` or earlier. Between stages, a shuffle of file
+descriptors (never records) hands each downstream task the staged files its partition received
+from every upstream task; the downstream task merges them, writes the merged file, and processes
+the records (:mod:`streams._internal.runtime.task`). A partition past the last task of each stage
+carries the outcomes of earlier stages through to the driver. One job per trigger: Spark's fixed
+cost per stage is paid once per sub-topology level, not once per sub-topology and commit.
+
+Each Spark task hands its work to the task host of its deltastreams task on that machine
+(:mod:`streams._internal.runtime.task_host`), which keeps the task's stores open between batches.
+A sub-topology that starts with Spark Column steps reads its records through Catalyst in a job
+of its own first; its staged outputs join the chain as if stage 0 had written them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict
+
+import pyarrow as pa
+
+from sinks import DataFile
+from streams._internal.runtime import task_host
+from streams._internal.runtime.plan import BatchPlan, SubtopologyPlan, TaskOutcome, TaskPlan
+from streams._internal.spark.catalyst import apply_catalyst_steps
+from topology.compile import CompiledSubtopology
+from topology.graph import Topology
+
+FRESH, OUTCOME, TASK = "fresh", "outcome", "task"
+
+
+def _single(plan: BatchPlan, sub: SubtopologyPlan) -> BatchPlan:
+    """The plan as one task needs it: its own sub-topology only."""
+    return BatchPlan(plan.batch_id, plan.settings, plan.shipped, ((sub,),))
+
+
+def _run_on_host(plan: BatchPlan, task: TaskPlan, staged, records=None, *, idle_timeout_s: float) -> TaskOutcome:
+    settings = plan.settings
+    name = task_host.host_name(settings.state_dir, settings.application_id, task.task_id)
+    sub = plan.subtopology(task.subtopology)
+    reply = task_host.call(name, ("run", (_single(plan, sub), task, dict(staged), records)), idle_timeout_s=idle_timeout_s)
+    return TaskOutcome.from_json(reply)
+
+
+def _emit(outcome: TaskOutcome, consumers: Mapping[str, int]) -> Iterator[tuple]:
+    yield (OUTCOME,), outcome.to_json()
+    for written in outcome.files:
+        if written.topic in consumers:  # a staged repartition file: for the consumer's task
+            yield (FRESH, consumers[written.topic], written.file.partition), (written.topic, written.writer, asdict(written.file))
+
+
+def _stage_task(plan: BatchPlan, targets: list[tuple[int, int]], consumers, seeded, idle_timeout_s: float, index: int, items) -> Iterator[tuple]:
+    if index == len(targets):  # the carry partition: outcomes (and anything for later stages) pass
+        yield from items
+        return
+    sub_id, partition = targets[index]
+    staged: dict[str, list[tuple[int, DataFile]]] = defaultdict(list)
+    for topic, writer, file in seeded.get((sub_id, partition), ()):
+        staged[topic].append((writer, DataFile(**file)))
+    for key, value in items:
+        if key[0] == FRESH and (key[1], key[2]) == (sub_id, partition):
+            topic, writer, file = value
+            staged[topic].append((writer, DataFile(**file)))
+        elif key[0] != TASK:
+            yield key, value
+    task = plan.subtopology(sub_id).tasks[partition]
+    if not staged and not task.inputs:
+        return
+    yield from _emit(_run_on_host(plan, task, staged, idle_timeout_s=idle_timeout_s), consumers)
+
+
+def _records_task(plan: BatchPlan, sub_id: int, topic: str, idle_timeout_s: float, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    table = pa.Table.from_batches(list(batches))
+    if table.num_rows == 0:
+        return
+    task = plan.subtopology(sub_id).tasks[table.column("partition")[0].as_py()]
+    outcome = _run_on_host(plan, task, {}, {topic: table}, idle_timeout_s=idle_timeout_s)
+    yield pa.RecordBatch.from_pydict({"outcome": [outcome.to_json()]})
+
+
+class TriggerJob:
+    """Builds and runs the Spark job(s) of one trigger plan."""
+
+    def __init__(self, spark, topology: Topology, compiled: Mapping[int, CompiledSubtopology], consumers: Mapping[str, int], idle_timeout_s: float) -> None:
+        self.spark = spark
+        self.topology = topology
+        """With the Spark Column functions (the driver's own copy)."""
+        self.compiled = compiled
+        self.consumers = dict(consumers)
+        """Repartition topic -> the sub-topology that reads it."""
+        self.idle_timeout_s = idle_timeout_s
+
+    def run(self, plan: BatchPlan) -> list[TaskOutcome]:
+        outcomes: list[TaskOutcome] = []
+        seeded: dict[tuple[int, int], list] = defaultdict(list)
+        for stage in plan.stages:
+            for sub in stage:
+                if self.compiled[sub.id].mode == "records":
+                    for outcome in self._run_records_mode(plan, sub):
+                        outcomes.append(outcome)
+                        for key, value in list(_emit(outcome, self.consumers))[1:]:
+                            seeded[(key[1], key[2])].append(value)
+        rdd = None
+        sc = self.spark.sparkContext
+        for stage in plan.stages:
+            targets = [(sub.id, t.partition) for sub in stage if self.compiled[sub.id].mode == "descriptors" for t in sub.tasks]
+            if not targets:
+                continue
+            run_stage = functools.partial(_stage_task, plan, targets, self.consumers, dict(seeded), self.idle_timeout_s)
+            if rdd is None:
+                rdd = sc.parallelize([((TASK, s, p), None) for s, p in targets], len(targets))
+                rdd = rdd.mapPartitionsWithIndex(run_stage)
+            else:
+                index = {(FRESH, s, p): i for i, (s, p) in enumerate(targets)}
+                carry = len(targets)
+                rdd = rdd.partitionBy(carry + 1, functools.partial(_partition_of, index, carry)).mapPartitionsWithIndex(run_stage)
+        if rdd is not None:
+            outcomes += [TaskOutcome.from_json(value) for key, value in rdd.collect() if key[0] == OUTCOME]
+        return outcomes
+
+    def _run_records_mode(self, plan: BatchPlan, sub: SubtopologyPlan) -> list[TaskOutcome]:
+        compiled = self.compiled[sub.id]
+        (topic,) = compiled.source_topics
+        slices = []
+        uri = None
+        for task in sub.tasks:
+            for source in task.inputs:
+                uri = source.uri
+                slices.append([task.partition, [[f.path, f.partition, f.num_records, f.min_offset, f.max_offset] for f in source.files]])
+        if not slices:
+            return []
+        frame = self.spark.read.format("deltastreams").option("uri", uri).option("slices", json.dumps(slices)).load()
+        frame = apply_catalyst_steps(compiled, self.topology, frame)
+        task_fn = functools.partial(_records_task, plan, sub.id, topic, self.idle_timeout_s)
+        return [TaskOutcome.from_json(row.outcome) for row in frame.mapInArrow(task_fn, "outcome string").collect()]
+
+
+def _partition_of(index: Mapping[tuple, int], carry: int, key: tuple) -> int:
+    return index.get(key, carry)

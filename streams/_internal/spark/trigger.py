@@ -1,0 +1,165 @@
+"""One trigger of an application's query: the function Spark calls through ``foreachBatch``.
+
+Per trigger: read where Spark's batch ends (the offset log), plan every sub-topology that has
+input (:mod:`streams._internal.runtime.planner`), run their tasks as one Spark job
+(:mod:`streams._internal.spark.job`), then commit the sub-topologies one after another, upstream
+first, each with its own transaction (:mod:`streams._internal.runtime.committer`). A downstream
+sub-topology's source positions for its repartition inputs are known once its upstream has
+published them; it commits after that, so it never commits input that is not committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from sinks import delete_file
+from streams._internal.runtime.committer import Committer
+from streams._internal.runtime.plan import TaskOutcome, WrittenFile
+from streams._internal.runtime.planner import Planner, TriggerPlan
+from streams._internal.runtime.progress import Progress
+from streams._internal.runtime.registry import TopicRegistry
+from streams._internal.runtime.timing import Phases
+from streams._internal.spark.job import TriggerJob
+from streams._internal.spark.offset_log import SparkOffsetLog
+
+log = logging.getLogger("deltastreams")
+
+
+@dataclass
+class BatchMetrics:
+    """One sub-topology's part of one trigger."""
+
+    subtopology: int
+    batch_id: int
+    tasks: int
+    records_in: int
+    records_out: int
+    dropped_late: int
+    dead_letters: int
+    restored_entries: int
+    process_seconds: float
+    """The trigger's Spark job (shared by its sub-topologies)."""
+    commit_seconds: float
+    total_seconds: float
+    """From the trigger's start to this sub-topology's commit."""
+    phases: dict[str, float]
+    """Driver-side wall time per phase (plan, tasks, consolidate, decide, publish)."""
+    task_phases: dict[str, float]
+    """Task-side time per phase, summed over the batch's tasks (merge, read, restore, process, write)."""
+    started_at: float = 0.0
+    """Wall-clock time (epoch seconds) the trigger started."""
+
+    def line(self) -> str:
+        return (
+            f"sub-topology {self.subtopology} batch {self.batch_id}: {self.records_in:,} in, {self.records_out:,} out, "
+            f"{self.dropped_late:,} late dropped, {self.dead_letters:,} to DLQ, process {self.process_seconds * 1000:.0f} ms, "
+            f"commit {self.commit_seconds * 1000:.0f} ms"
+        )
+
+    def profile(self) -> str:
+        driver, tasks = Phases(self.phases).describe(), Phases(self.task_phases).describe()
+        return f"sub-topology {self.subtopology} batch {self.batch_id} driver: {driver} | tasks (summed): {tasks}"
+
+
+class StopRequested(Exception):
+    """Raised at the start of a trigger once the application is stopping: the trigger does
+    nothing, and Spark does not mark it done."""
+
+
+class Trigger:
+    """The application's ``foreachBatch`` function."""
+
+    def __init__(self, planner: Planner, job: TriggerJob, committer: Committer, registry: TopicRegistry, progress: Progress) -> None:
+        self.planner = planner
+        self.job = job
+        self.committer = committer
+        self.registry = registry
+        self.progress = progress
+        self.offset_log: SparkOffsetLog | None = None
+        self.stopping = False
+        self.in_batch = threading.Lock()
+        self.last_batch_id = -1
+        self.history: list[BatchMetrics] = []
+        self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltastreams-staged-cleanup")
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        if self.stopping:
+            raise StopRequested("the application is stopping")
+        with self.in_batch:
+            if self.stopping:
+                raise StopRequested("the application is stopping")
+            self.run(batch_id, self.offset_log.end_offsets(batch_id))
+            self.last_batch_id = batch_id
+
+    def run(self, batch_id: int, ends: Mapping[str, int]) -> bool:
+        """Run one trigger up to ``ends`` (per input topic); returns whether anything ran."""
+        started_at, started = time.time(), time.perf_counter()
+        phases = Phases()
+        with phases.time("plan"):
+            for topic in ends:
+                self.registry.refresh(topic)
+            trigger = self.planner.plan(batch_id, ends, self.committer.position)
+        if trigger.empty:
+            return False
+        with phases.time("tasks"):
+            outcomes = self.job.run(trigger.plan)
+        job_seconds = time.perf_counter() - started
+        self._commit(trigger, outcomes, phases, started, started_at, job_seconds)
+        return True
+
+    def _commit(self, trigger: TriggerPlan, outcomes: list[TaskOutcome], phases: Phases, started: float, started_at: float, job_seconds: float) -> None:
+        by_sub: dict[int, list[TaskOutcome]] = defaultdict(list)
+        merged_for: dict[int, list[WrittenFile]] = defaultdict(list)
+        staged: list[WrittenFile] = []
+        for outcome in outcomes:
+            by_sub[outcome.subtopology].append(outcome)
+            for written in outcome.merged:
+                merged_for[self.planner.writer_of[written.topic]].append(written)
+            staged += [w for w in outcome.files if w.topic in self.planner.writer_of]
+        for stage in trigger.plan.stages:
+            for sub in stage:
+                mine = by_sub.get(sub.id, [])
+                written = [w for o in mine for w in o.files if w.topic not in self.planner.writer_of] + merged_for.get(sub.id, [])
+                sources = {t: (start, self.registry.version(t) if end is None else end) for t, (start, end) in trigger.sources[sub.id].items()}
+                if not written and all(start >= end for start, end in sources.values()):
+                    continue
+                published = self.committer.commit(sub.id, sources, written)
+                sub_phases = Phases(phases)
+                sub_phases.add(published.phases)
+                task_phases = Phases()
+                for outcome in mine:
+                    task_phases.add(outcome.phases)
+                metrics = BatchMetrics(
+                    subtopology=sub.id,
+                    batch_id=trigger.plan.batch_id,
+                    tasks=len(mine),
+                    records_in=sum(o.processed for o in mine),
+                    records_out=sum(o.emitted for o in mine),
+                    dropped_late=sum(o.dropped_records for o in mine),
+                    dead_letters=sum(o.dead_letters for o in mine),
+                    restored_entries=sum(o.restored_entries for o in mine),
+                    process_seconds=job_seconds,
+                    commit_seconds=published.seconds,
+                    total_seconds=time.perf_counter() - started,
+                    phases=dict(sub_phases),
+                    task_phases=dict(task_phases),
+                    started_at=started_at,
+                )
+                self.history.append(metrics)
+                self.progress.batch_done(metrics)
+        if staged:  # merged into committed files now: the staged copies are garbage
+            self._cleaner.submit(_delete_staged, [(self.registry.uri(w.topic), w.file.path) for w in staged])
+
+    def close(self) -> None:
+        self._cleaner.shutdown(wait=True)
+
+
+def _delete_staged(files: list[tuple[str, str]]) -> None:
+    for uri, path in files:
+        delete_file(uri, path)
