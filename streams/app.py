@@ -3,19 +3,19 @@
     app = StreamsApp(topology, StreamsConfig.load({"application_id": "pageviews", "root": "/data"}))
     app.run(until_caught_up=True)     # or: app.start(); ...; app.stop()
 
-Each trigger of the query (every ``commit_interval_ms``, when an input topic has new versions)
-runs every sub-topology with input, upstream first, as one Spark job, and commits each
+Each trigger of the query (at most every ``commit_interval_ms``, when an input topic has new
+versions) runs every sub-topology with input, upstream first, as one Spark job, and commits each
 sub-topology with its own transaction: a record crosses the whole topology in one trigger. Source
 positions live in the transaction logs (``<root>/transactions/<application_id>/``), so Spark's
 checkpoint is only a cache of the current run: each start gets a fresh one on the driver's local
 disk (``<state_dir>/<application_id>/checkpoints/``), and a lost or corrupt checkpoint costs
-nothing but a restart of the query. ``until_caught_up`` stops once all input present at start has
-been processed.
+nothing but a restart of the query. The driver watches the input topics and tells the query when
+there is input (:mod:`streams._internal.spark.ticks`). ``until_caught_up`` stops once all input
+present at start has been processed.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -29,6 +29,7 @@ from sinks import Topic, check_expected_types
 from streams._internal.runtime import task_host
 from streams._internal.runtime.checkpoints import fresh_checkpoint
 from streams._internal.runtime.committer import Committer
+from streams._internal.runtime.inputs import InputLog, InputWatcher
 from streams._internal.runtime.plan import BatchSettings, ShippedTopology
 from streams._internal.runtime.planner import Planner
 from streams._internal.runtime.progress import Progress, query_listener
@@ -36,7 +37,7 @@ from streams._internal.runtime.registry import TopicRegistry
 from streams._internal.runtime.timing import Phases
 from streams._internal.runtime.spark import spark_session
 from streams._internal.spark.job import TriggerJob
-from streams._internal.spark.offset_log import SparkOffsetLog
+from streams._internal.spark.ticks import TickChannel
 from streams._internal.spark.trigger import BatchMetrics, Trigger
 from topology.compile import compile_subtopology, for_executors
 from topology.graph import Topology
@@ -103,10 +104,14 @@ class StreamsApp:
             self.committer.recover(self.topology.subtopologies)  # first: rolling forward publishes
         with phases.time("register"):
             self.registry.register()
-        planner = Planner(self.topology, self.registry, settings, shipped, {s: c.entry for s, c in compiled.items()})
+        uris = {t: self.registry.uri(t) for t in self.topology.source_topics}
+        inputs = InputLog(uris, self.config.max_records_per_batch)
+        planner = Planner(self.topology, self.registry, inputs, settings, shipped, {s: c.entry for s, c in compiled.items()})
         consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics}
         job = TriggerJob(self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s)
         self.trigger = Trigger(planner, job, self.committer, self.registry, self.progress)
+        self.trigger.ticks = TickChannel()
+        self.trigger.watcher = InputWatcher(uris, self.trigger.consumed, self.trigger.ticks.tick, self._poll_interval_s)
         # A crash between two sub-topologies' commits leaves repartition records committed but
         # not consumed: process them before new input arrives (no trigger would come for them).
         with phases.time("backlog"):
@@ -116,6 +121,11 @@ class StreamsApp:
             self.spark.streams.addListener(self._listener)
             self._start_query()
         log.info("application %s started in %.1f s (%s)", self.config.application_id, sum(phases.values()), phases.describe())
+
+    @property
+    def _poll_interval_s(self) -> float:
+        """How often the driver looks for new input: often enough not to add latency."""
+        return min(0.1, self.config.commit_interval.total_seconds() / 2)
 
     @property
     def _host_idle_timeout_s(self) -> float:
@@ -150,18 +160,9 @@ class StreamsApp:
                 check_expected_types(topic, Topic.open(self.config.root, physical).layout, node.key_type, node.value_type)
 
     def _start_query(self) -> None:
-        inputs = self.topology.source_topics
-        starts = {t: min(self.committer.position(s.id, t) for s in self.topology.subtopologies if t in s.source_topics) for t in inputs}
         parent = Path(self.config.local_state_dir).absolute() / self.config.application_id / "checkpoints"
         self.checkpoint = fresh_checkpoint(parent, self.committer.instance, replacing=self.checkpoint)
-        self.trigger.offset_log = SparkOffsetLog(self.checkpoint)
-        frame = (
-            self.spark.readStream.format("deltastreams")
-            .option("topics", json.dumps([{"name": t, "uri": self.registry.uri(t)} for t in inputs]))
-            .option("max_records", self.config.max_records_per_batch)
-            .option("start_versions", json.dumps(starts))
-            .load()
-        )
+        frame = self.spark.readStream.format("socket").option("host", "127.0.0.1").option("port", self.trigger.ticks.port).load()
         self.query = (
             frame.writeStream.foreachBatch(self.trigger)
             .trigger(processingTime=f"{self.config.commit_interval_ms} milliseconds")
@@ -169,12 +170,20 @@ class StreamsApp:
             .queryName(self.config.application_id)
             .start()
         )
+        deadline = time.monotonic() + 60
+        while not self.trigger.ticks.connected and self.query.isActive and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not self.trigger.watcher.is_alive():
+            self.trigger.watcher.start()
+        if self.trigger.watcher.pending():
+            self.trigger.ticks.tick()
         log.info("query started: %d sub-topologies, %d tasks", len(self.topology.subtopologies), sum(self.registry.tasks(s) for s in self.topology.subtopologies))
 
     def stop(self, *, graceful_timeout_s: float = 60.0) -> None:
         """Stop between triggers: no new trigger starts, the running one finishes and Spark
         records it, then the query stops and the task hosts on this machine exit."""
         if self.trigger is not None:
+            self.trigger.watcher.stop()
             self.trigger.stopping = True
         query, self.query = self.query, None
         if query is not None:
@@ -189,6 +198,7 @@ class StreamsApp:
                 log.debug("stopping the query failed", exc_info=True)
             self._remove_listener(str(query.id))
         if self.trigger is not None:
+            self.trigger.ticks.close()
             self.trigger.close()
             self._stop_hosts()
         self.progress.finish()
@@ -229,7 +239,7 @@ class StreamsApp:
         if error is None or self.trigger.stopping:
             return
         cause = root_cause(error)
-        if "OffsetLogError" in cause and self._checkpoint_restarts < _CHECKPOINT_RESTARTS:
+        if "checkpoint" in cause.lower() and self._checkpoint_restarts < _CHECKPOINT_RESTARTS:
             # Spark's checkpoint is only a cache: start over from the transaction logs.
             self._checkpoint_restarts += 1
             log.warning("Spark's checkpoint %s is unusable (%s); restarting the query with a new one", self.checkpoint, cause)

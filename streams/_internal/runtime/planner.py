@@ -2,7 +2,7 @@
 every output ends.
 
 A sub-topology runs in a trigger when it has committed input it has not consumed (new versions of
-an input topic up to where Spark's batch ends, or a repartition topic's backlog, left by a crash
+an input topic, as many as fit in one batch, or a repartition topic's backlog, left by a crash
 between two sub-topologies' commits) or when a sub-topology upstream of it runs (its fresh
 repartition records are merged and processed in the same trigger). Sub-topologies are grouped in
 stages by their depth in the graph of repartition topics: a stage's tasks take fresh records only
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from sinks import AddedFile, files_added
 from state import ChangelogPosition
+from streams._internal.runtime.inputs import InputLog
 from streams._internal.runtime.plan import BatchPlan, BatchSettings, InputFiles, ShippedTopology, SubtopologyPlan, TaskPlan
 from streams._internal.runtime.registry import TopicRegistry
 from topology.graph import SubTopology, Topology
@@ -34,8 +35,17 @@ class TriggerPlan:
 
 
 class Planner:
-    def __init__(self, topology: Topology, registry: TopicRegistry, settings: BatchSettings, shipped: ShippedTopology, entries: Mapping[int, str | None]) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        registry: TopicRegistry,
+        inputs: InputLog,
+        settings: BatchSettings,
+        shipped: ShippedTopology,
+        entries: Mapping[int, str | None],
+    ) -> None:
         self.topology = topology
+        self.inputs = inputs
         self.registry = registry
         self.settings = settings
         self.shipped = shipped
@@ -53,9 +63,9 @@ class Planner:
             self.levels[sub.id] = 1 + max((self._level(self.topology.subtopologies[u]) for u in upstream), default=-1)
         return self.levels[sub.id]
 
-    def plan(self, batch_id: int, ends: Mapping[str, int], positions) -> TriggerPlan:
-        """``ends``: per input topic of the application, the version Spark's batch ends at (absent:
-        no new input). ``positions(sub, topic)``: where a sub-topology's committed input ends."""
+    def plan(self, batch_id: int, latest: Mapping[str, int], positions) -> TriggerPlan:
+        """``latest``: per input topic, its latest version (absent: take no new input from it).
+        ``positions(sub, topic)``: where a sub-topology's committed input ends."""
         running: set[int] = set()
         trigger = TriggerPlan(BatchPlan(batch_id, self.settings, self.shipped, ()))
         subs_by_level = sorted(self.topology.subtopologies, key=lambda s: (self.levels[s.id], s.id))
@@ -65,13 +75,15 @@ class Planner:
             files: dict[str, list[AddedFile]] = {}
             for topic in sub.source_topics:
                 start = positions(sub.id, topic)
-                if topic not in self.writer_of:  # an input topic: Spark's batch says how far
-                    committed = end = max(start, ends.get(topic, start))
+                if topic not in self.writer_of:  # an input topic: whole versions, bounded
+                    end, added = self.inputs.bounded(topic, start, latest.get(topic, start))
+                    if added:
+                        files[topic] = added
                 else:  # a repartition topic: its backlog, then fresh records if its upstream runs
                     committed = self.registry.version(topic)
                     end = None if self.writer_of[topic] in running else committed
-                if committed > start:
-                    files[topic] = files_added(self.registry.uri(topic), start, committed)
+                    if committed > start:
+                        files[topic] = files_added(self.registry.uri(topic), start, committed)
                 if end is None or end > start:
                     sources[topic] = (start, end)
             if sources:

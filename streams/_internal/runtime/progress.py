@@ -62,7 +62,7 @@ def query_listener():
 
         def onQueryTerminated(self, event) -> None:
             self.terminated.add(str(event.id))
-            if event.exception and "StopRequested" not in event.exception:  # not a failure: a clean stop
+            if event.exception:
                 log.error("query %s failed: %s", event.id, event.exception.splitlines()[0])
 
     return DeltaStreamsListener()

@@ -1,7 +1,7 @@
 """One trigger of an application's query: the function Spark calls through ``foreachBatch``.
 
-Per trigger: read where Spark's batch ends (the offset log), plan every sub-topology that has
-input (:mod:`streams._internal.runtime.planner`), run their tasks as one Spark job
+Per trigger: plan every sub-topology that has input, up to the input topics' latest versions
+(:mod:`streams._internal.runtime.planner`), run their tasks as one Spark job
 (:mod:`streams._internal.spark.job`), then commit the sub-topologies one after another, upstream
 first, each with its own transaction (:mod:`streams._internal.runtime.committer`). A downstream
 sub-topology's source positions for its repartition inputs are known once its upstream has
@@ -20,13 +20,14 @@ from dataclasses import dataclass
 
 from sinks import delete_file
 from streams._internal.runtime.committer import Committer
+from streams._internal.runtime.inputs import InputWatcher
 from streams._internal.runtime.plan import TaskOutcome, WrittenFile
 from streams._internal.runtime.planner import Planner, TriggerPlan
 from streams._internal.runtime.progress import Progress
 from streams._internal.runtime.registry import TopicRegistry
 from streams._internal.runtime.timing import Phases
 from streams._internal.spark.job import TriggerJob
-from streams._internal.spark.offset_log import SparkOffsetLog
+from streams._internal.spark.ticks import TickChannel
 
 log = logging.getLogger("deltastreams")
 
@@ -67,11 +68,6 @@ class BatchMetrics:
         return f"sub-topology {self.subtopology} batch {self.batch_id} driver: {driver} | tasks (summed): {tasks}"
 
 
-class StopRequested(Exception):
-    """Raised at the start of a trigger once the application is stopping: the trigger does
-    nothing, and Spark does not mark it done."""
-
-
 class Trigger:
     """The application's ``foreachBatch`` function."""
 
@@ -81,7 +77,8 @@ class Trigger:
         self.committer = committer
         self.registry = registry
         self.progress = progress
-        self.offset_log: SparkOffsetLog | None = None
+        self.watcher: InputWatcher | None = None
+        self.ticks: TickChannel | None = None
         self.stopping = False
         self.in_batch = threading.Lock()
         self.last_batch_id = -1
@@ -89,22 +86,25 @@ class Trigger:
         self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltastreams-staged-cleanup")
 
     def __call__(self, batch_df, batch_id: int) -> None:
+        # Once stopping, a trigger does nothing: Spark may record it as done, as progress lives
+        # in the transaction logs.
         if self.stopping:
-            raise StopRequested("the application is stopping")
+            return
         with self.in_batch:
             if self.stopping:
-                raise StopRequested("the application is stopping")
-            self.run(batch_id, self.offset_log.end_offsets(batch_id))
+                return
+            self.run(batch_id, self.watcher.latest())
             self.last_batch_id = batch_id
+            if self.watcher.pending():  # a bounded batch left input behind: next trigger at once
+                self.ticks.tick()
 
-    def run(self, batch_id: int, ends: Mapping[str, int]) -> bool:
-        """Run one trigger up to ``ends`` (per input topic); returns whether anything ran."""
+    def run(self, batch_id: int, latest: Mapping[str, int]) -> bool:
+        """Run one trigger with input up to ``latest`` (per input topic; {}: only repartition
+        backlog); returns whether anything ran."""
         started_at, started = time.time(), time.perf_counter()
         phases = Phases()
         with phases.time("plan"):
-            for topic in ends:
-                self.registry.refresh(topic)
-            trigger = self.planner.plan(batch_id, ends, self.committer.position)
+            trigger = self.planner.plan(batch_id, latest, self.committer.position)
         if trigger.empty:
             return False
         with phases.time("tasks"):
@@ -153,8 +153,17 @@ class Trigger:
                 )
                 self.history.append(metrics)
                 self.progress.batch_done(metrics)
+        for topic, position in self._consumed_inputs().items():
+            self.planner.inputs.forget(topic, position)
         if staged:  # merged into committed files now: the staged copies are garbage
             self._cleaner.submit(_delete_staged, [(self.registry.uri(w.topic), w.file.path) for w in staged])
+
+    def _consumed_inputs(self) -> dict[str, int]:
+        return {t: self.consumed(t) for t in self.planner.inputs.uris}
+
+    def consumed(self, topic: str) -> int:
+        """Version of an input topic every sub-topology reading it has consumed."""
+        return min(self.committer.position(s.id, topic) for s in self.planner.topology.subtopologies if topic in s.source_topics)
 
     def close(self) -> None:
         self._cleaner.shutdown(wait=True)

@@ -1,0 +1,87 @@
+"""The application's input topics as the driver sees them: their latest versions, watched in the
+background, and the files each version added, read once and cut into bounded batches.
+
+The watcher polls every input topic's Delta log (``update_incremental``: one small read when
+nothing changed) and asks for a trigger whenever some sub-topology has input it has not consumed.
+A trigger takes whole versions, as many as fit in ``max_records_per_batch`` records per topic (at
+least one), so a backlog is consumed in bounded batches; if input is left, the trigger asks for
+the next one at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+
+from deltalake import DeltaTable
+
+from sinks import AddedFile, files_added
+
+log = logging.getLogger("deltastreams")
+
+
+class InputLog:
+    """Files added by each version of the input topics, read once from their Delta logs."""
+
+    def __init__(self, uris: Mapping[str, str], max_records: int) -> None:
+        self.uris = dict(uris)
+        self.max_records = max_records
+        self._files: dict[tuple[str, int], list[AddedFile]] = {}
+
+    def files(self, topic: str, version: int) -> list[AddedFile]:
+        key = (topic, version)
+        if key not in self._files:
+            self._files[key] = files_added(self.uris[topic], version - 1, version)
+        return self._files[key]
+
+    def bounded(self, topic: str, start: int, latest: int) -> tuple[int, list[AddedFile]]:
+        """The end version of the next batch after ``start`` (at most ``latest``) and its files."""
+        end, taken, files = start, 0, []
+        while end < latest:
+            added = self.files(topic, end + 1)
+            count = sum(max(f.num_records, 0) for f in added)
+            if taken and taken + count > self.max_records:
+                break
+            end, taken = end + 1, taken + count
+            files += added
+        return end, files
+
+    def forget(self, topic: str, up_to: int) -> None:
+        for key in [k for k in self._files if k[0] == topic and k[1] <= up_to]:
+            del self._files[key]
+
+
+class InputWatcher(threading.Thread):
+    """Polls the input topics' latest versions; calls ``on_input`` while some is unconsumed."""
+
+    def __init__(self, uris: Mapping[str, str], consumed: Callable[[str], int], on_input: Callable[[], None], interval_s: float) -> None:
+        super().__init__(name="deltastreams-input-watcher", daemon=True)
+        self.uris = dict(uris)
+        self.consumed = consumed
+        self.on_input = on_input
+        self.interval_s = interval_s
+        self._tables = {t: DeltaTable(uri) for t, uri in self.uris.items()}
+        self._latest = {t: table.version() for t, table in self._tables.items()}
+        self._stop = threading.Event()
+
+    def latest(self) -> dict[str, int]:
+        return dict(self._latest)
+
+    def pending(self) -> bool:
+        return any(version > self.consumed(t) for t, version in self._latest.items())
+
+    def run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                for topic, table in self._tables.items():
+                    table.update_incremental()
+                    self._latest[topic] = table.version()
+            except Exception:  # noqa: BLE001 - a transient read error: try again next round
+                log.debug("watching the input topics failed", exc_info=True)
+                continue
+            if self.pending():
+                self.on_input()
+
+    def stop(self) -> None:
+        self._stop.set()
