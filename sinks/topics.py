@@ -304,7 +304,7 @@ class Topic:
             )
         return parts
 
-    def prepare_files(self, records: pa.Table, next_offsets: dict[int, int], *, staging: bool = False) -> list[DataFile]:
+    def prepare_files(self, records: pa.Table, next_offsets: dict[int, int], *, staging: bool = False, transient: bool = False) -> list[DataFile]:
         """Write ``records`` (record form, in append order) as one file per partition, assigning
         offsets from ``next_offsets``. Nothing is visible until :meth:`commit` adds the files;
         ``staging`` files must be rewritten as Parquet first (see ``write_partition_file``)."""
@@ -321,7 +321,7 @@ class Topic:
             first = next_offsets.get(partition, 0)
             rows = body.take(pa.array(chunk))
             rows = rows.set_column(rows.schema.get_field_index(OFFSET), OFFSET, pa.array(np.arange(first, first + len(chunk), dtype=np.int64)))
-            files.append(write_partition_file(self.uri, partition, rows, staging=staging))
+            files.append(write_partition_file(self.uri, partition, rows, staging=staging, transient=transient))
         return files
 
     def commit(self, files: Sequence[DataFile], *, table: DeltaTable | None = None, txn: tuple[str, int] | None = None) -> int:

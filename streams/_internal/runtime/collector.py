@@ -88,7 +88,8 @@ class RecordCollector:
         schema = schema_to_text(layout.table_schema()) if new else None
         layout_text = layout.to_json() if new else None
         self.files += [
-            WrittenFile(target.logical, self.writer, f, schema, layout_text) for f in topic.prepare_files(records, next_offsets)
+            WrittenFile(target.logical, self.writer, f, schema, layout_text)
+            for f in topic.prepare_files(records, next_offsets, transient=target.transient)
         ]
 
 

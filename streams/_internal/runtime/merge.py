@@ -44,7 +44,7 @@ def merge_fresh(target: TopicTarget, partition: int, staged: Sequence[tuple[int,
     merged = merged.add_column(0, "partition", pa.array(np.full(merged.num_rows, partition, dtype=np.int32)))
     layout = target.layout_for(merged.schema)
     records = layout.conform(merged, target.physical)
-    (written,) = Topic(target.physical, target.uri, layout).prepare_files(records, {partition: first})
+    (written,) = Topic(target.physical, target.uri, layout).prepare_files(records, {partition: first}, transient=True)
     new = target.layout is None
     return records, WrittenFile(
         target.logical,

@@ -48,6 +48,9 @@ class TopicTarget:
     """Where each partition ends now: where this batch's records start."""
     staged: bool = False
     """A repartition topic: tasks write staged record-form files, merged downstream."""
+    transient: bool = False
+    """Read once by this application and soon removed or compacted (repartition topics,
+    changelogs): written with the fast Parquet profile."""
 
     def layout_for(self, schema: pa.Schema) -> TopicLayout:
         """The topic's layout, or the one records of ``schema`` give it if it does not exist yet."""

@@ -205,6 +205,7 @@ class TopicRegistry:
             value_column=entry.value_column,
             next_offsets=tuple(entry.next_offsets),
             staged=logical in self.topology.internal_topics,
+            transient=logical in self.topology.internal_topics or logical in self.changelog_topics,
         )
 
     def written_by(self, sub: SubTopology) -> list[str]:
