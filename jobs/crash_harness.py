@@ -2,11 +2,15 @@
 
     python -m jobs.crash_harness --root /tmp/harness --trials 200
     python -m jobs.crash_harness --root /tmp/harness-alos --trials 20 --guarantee at_least_once
+    python -m jobs.crash_harness --root /tmp/harness-corrupt --trials 50 --corrupt
 
 Each trial starts ``python -m jobs.pageview run --until-caught-up`` as its own process group and
 kills it with SIGKILL: either the driver kills itself at a named point of the commit protocol
 (``DELTASTREAMS_CRASH_AT``, every point in turn) or the harness kills the whole group after a
-random delay. After the trials, one run without kills finishes the input. Then, against
+random delay. With ``--corrupt``, between trials it also damages local state the way disks and
+crashes do (RocksDB files deleted, truncated or overwritten, whole stores missing, Spark
+checkpoint files garbled): the job must move corrupt stores aside, rebuild them from their
+changelogs and carry on. After the trials, one run without kills finishes the input. Then, against
 computations that share no code with the job:
 - the latest revision of every window equals an independent pandas computation (with
   ``--emit final``: exactly one result per window, equal to it);
@@ -22,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,6 +69,8 @@ class Report:
     wrong_windows: int = 0
     windows: int = 0
     stores_checked: int = 0
+    corruptions: Counter = field(default_factory=Counter)
+    stores_moved_aside: int = 0
     seconds: float = 0.0
 
     def summary(self) -> str:
@@ -75,6 +82,7 @@ class Report:
             f"  repeated revisions: {self.repeated_revisions}, repeated changelog entries: {self.repeated_changelog_entries}, "
             f"files added twice: {self.duplicated_files}",
             f"  stores checked against their changelogs: {self.stores_checked}",
+            f"  local state damaged between trials: {dict(self.corruptions) or 'never'}; corrupt stores moved aside and rebuilt: {self.stores_moved_aside}",
             f"  violations: {len(self.violations)}",
         ]
         lines += [f"    - {v}" for v in self.violations[:20]]
@@ -111,9 +119,49 @@ def run_once(command: list[str], *, crash_at: str | None, kill_after_s: float | 
     return ended
 
 
-def run_trials(root: str, *, trials: int, guarantee: str, emit: str, max_records: int, seed: int, log, append_per_trial: int = 0) -> Report:
+def corrupt_local_state(root: str, rng: random.Random) -> list[str]:
+    """Damage one store and one checkpoint file at random (if there are any); returns what was done."""
+    done = []
+    local = Path(root) / "state" / APPLICATION_ID
+    stores = [p for p in local.glob("*_*/*") if p.is_dir() and ".corrupt-" not in p.name]
+    if stores:
+        store = rng.choice(stores)
+        files = sorted(f for f in store.iterdir() if f.is_file() and f.name != "LOCK")
+        how = rng.choice(["delete CURRENT", "garble MANIFEST", "truncate a file", "overwrite bytes", "delete the store"])
+        manifests = [f for f in files if f.name.startswith("MANIFEST")]
+        if how == "delete CURRENT" and (store / "CURRENT").exists():
+            (store / "CURRENT").unlink()
+        elif how == "garble MANIFEST" and manifests:
+            _overwrite(manifests[0], rng)
+        elif how == "truncate a file" and files:
+            target = rng.choice(files)
+            os.truncate(target, target.stat().st_size // 2)
+        elif how == "overwrite bytes" and files:
+            _overwrite(rng.choice(files), rng)
+        else:
+            how = "delete the store"
+            shutil.rmtree(store)
+        done.append(f"store: {how}")
+    checkpoint_files = [f for f in (local / "checkpoints").rglob("*") if f.is_file()]
+    if checkpoint_files:
+        target = rng.choice(checkpoint_files)
+        _overwrite(target, rng)
+        done.append("checkpoint: overwrite bytes")
+    return done
+
+
+def _overwrite(path: Path, rng: random.Random) -> None:
+    data = bytearray(path.read_bytes())
+    for _ in range(min(16, len(data))):
+        data[rng.randrange(len(data))] ^= 0xFF
+    path.write_bytes(bytes(data) or b"garbage")
+
+
+def run_trials(
+    root: str, *, trials: int, guarantee: str, emit: str, max_records: int, seed: int, log, append_per_trial: int = 0, corrupt: bool = False
+) -> Report:
     """``append_per_trial`` new events arrive before every trial, so each trial has work to be
-    killed in, however many trials there are."""
+    killed in, however many trials there are. ``corrupt``: damage local state between trials."""
     rng = random.Random(seed)
     report = Report(guarantee, emit)
     command = job_command(root, guarantee, emit, max_records)
@@ -127,6 +175,10 @@ def run_trials(root: str, *, trials: int, guarantee: str, emit: str, max_records
             crash, delay, label = None, rng.uniform(10.0, 45.0), "random"  # start-up takes ~20 s
         if append_per_trial and trial:
             append_events(root, append_per_trial, seed=seed + trial, appends=1)
+        if corrupt and trial:
+            for what in corrupt_local_state(root, rng):
+                report.corruptions[what] += 1
+                print(f"trial {trial + 1}: damaged {what}", file=log, flush=True)
         print(f"trial {trial + 1}/{trials}: {label if crash is None else crash}", file=log, flush=True)
         ended = run_once(command, crash_at=crash, kill_after_s=delay, log=log)
         report.trials += 1
@@ -139,6 +191,7 @@ def run_trials(root: str, *, trials: int, guarantee: str, emit: str, max_records
     ended = run_once(command, crash_at=None, kill_after_s=None, log=log)
     if ended != "finished":
         report.violations.append(f"the final run did not finish: {ended}")
+    report.stores_moved_aside = len(list((Path(root) / "state" / APPLICATION_ID).glob("*_*/*.corrupt-*")))
     return report
 
 
@@ -314,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--guarantee", choices=("exactly_once", "at_least_once"), default="exactly_once")
     parser.add_argument("--emit", choices=("revisions", "final"), default="revisions")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--corrupt", action="store_true", help="damage local stores and checkpoints between trials")
     parser.add_argument("--log", default=None, help="file for the job's output (default: <root>/harness.log)")
     args = parser.parse_args(argv)
     root = str(Path(args.root).absolute())
@@ -332,12 +386,14 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             log=log,
             append_per_trial=args.append_per_trial,
+            corrupt=args.corrupt,
         )
     check(root, report)
     report.seconds = time.monotonic() - started
     print(report.summary())
     result = asdict(report)
     result["kills"] = dict(report.kills)
+    result["corruptions"] = dict(report.corruptions)
     (Path(root) / "harness-report.json").write_text(json.dumps(result, indent=2))
     return 1 if (report.violations and args.guarantee == "exactly_once") else 0
 
