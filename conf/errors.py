@@ -46,6 +46,19 @@ class TopicNotFoundError(TopicError):
     the root directory and the topic name."""
 
 
+class UnreadableFileError(TopicError):
+    """A committed data file of a topic cannot be read (missing, truncated, not Parquet).
+
+    ``path`` names the file. Restore it from a backup, or, if its records are lost anyway, remove
+    it from the topic's Delta log (a ``remove`` commit) and accept that they are skipped; then run
+    the job again.
+    """
+
+    def __init__(self, message: str, *, topic: str, path: str) -> None:
+        super().__init__(message, topic=topic)
+        self.path = path
+
+
 class TopicExistsError(TopicError):
     """A topic was created twice with different settings. Use the existing one or pick a new name."""
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-import logging
 import os
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -191,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--timeout-s", type=float, default=None)
     run.add_argument("--config", default=None, help="a TOML file of settings")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any setting of conf/defaults.toml")
+    run.add_argument("--log-file", default=None, help="where details go (default: <state_dir>/<application_id>/logs/)")
     _topology_args(run)
 
     results = commands.add_parser("results", help="print the windowed counts as CSV")
@@ -225,16 +226,13 @@ def _command(args: argparse.Namespace) -> int:
         print(f"appended {n:,} events to {INPUT_TOPIC} under {args.root}", file=sys.stderr)
     elif args.command == "run":
         from streams.app import StreamsApp
+        from streams.console import run_from_terminal
 
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-        logging.getLogger("py4j").setLevel(logging.WARNING)
         topology = build_topology(
             window_ms=args.window_ms, grace_ms=args.grace_ms, min_duration_s=args.min_duration_s, emit=args.emit, functions=args.functions, hops=args.hops
         )
         app = StreamsApp(topology, config_from(args))
-        app.run(until_caught_up=args.until_caught_up, timeout_s=args.timeout_s)
-        t = app.progress.totals
-        print(f"processed {t['records_in']:,} records in {t['batches']} batches; {t['dropped_late']:,} late dropped, {t['dead_letters']:,} to the DLQ", file=sys.stderr)
+        return run_from_terminal(app, until_caught_up=args.until_caught_up, timeout_s=args.timeout_s, log_file=args.log_file and Path(args.log_file))
     else:
         table = read_results(args.root, raw=args.raw)
         writer = csv.writer(sys.stdout, lineterminator="\n")

@@ -27,7 +27,7 @@ from deltalake import DeltaTable
 from sinks._internal import delta_log
 from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, read_data_file, under_root, write_partition_file
 from sinks.partitioner import partitions_for
-from conf.errors import RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError
+from conf.errors import RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError, UnreadableFileError
 
 WINDOW_START = "window_start"
 WINDOW_END = "window_end"
@@ -366,7 +366,17 @@ class Topic:
     def read_files(self, files: Sequence[delta_log.AddedFile]) -> pa.Table:
         if not files:
             return self.layout.record_schema().empty_table()
-        tables = [read_data_file(self.uri, f.path, f.partition) for f in files]
+        tables = []
+        for f in files:
+            try:
+                tables.append(read_data_file(self.uri, f.path, f.partition))
+            except (OSError, pa.ArrowInvalid) as e:
+                raise UnreadableFileError(
+                    f"topic '{self.name}': committed file {self.uri}/{f.path} (partition {f.partition}, offsets "
+                    f"{f.min_offset}..{f.max_offset}) cannot be read: {e}",
+                    topic=self.name,
+                    path=f"{self.uri}/{f.path}",
+                ) from e
         records = self.layout.to_records(pa.concat_tables(tables, promote_options="default"))
         if _in_order(files):  # the usual case: one partition's files in commit order
             return records

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from sinks import Topic, check_expected_types
 from streams._internal.runtime import task_host
 from streams._internal.runtime.checkpoints import fresh_checkpoint
 from streams._internal.runtime.committer import Committer
+from streams._internal.runtime.failures import Failure, explain, root_cause
 from streams._internal.runtime.inputs import InputLog, InputWatcher
 from streams._internal.runtime.plan import BatchSettings, ShippedTopology
 from streams._internal.runtime.planner import Planner
@@ -44,20 +44,18 @@ from topology.graph import Topology
 from topology.nodes import SourceNode
 
 log = logging.getLogger("deltastreams")
-_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.*)$")
 _CHECKPOINT_RESTARTS = 3
 
 
-def root_cause(error: BaseException) -> str:
-    """The last 'SomethingError: message' line of an error that crossed Spark (Py4J, Python
-    workers, task hosts), so users see our message rather than a JVM stack trace."""
-    text = str(error)
-    found = [m for m in (_ERROR_LINE.match(line.strip()) for line in text.splitlines()) if m]
-    wrappers = ("Py4JJavaError", "PythonException", "StreamingQueryException", "SparkException", "TaskHostError")
-    ours = [m for m in found if m.group(1) not in wrappers]
-    if ours:
-        return f"{ours[-1].group(1)}: {ours[-1].group(2)}"
-    return text.splitlines()[0] if text else type(error).__name__
+class ApplicationFailedError(DeltaStreamsError):
+    """The application stopped because a batch failed. ``failure`` says what failed and what to
+    do; ``details`` holds the full error (with Spark's and Python's stack traces) for the log."""
+
+    def __init__(self, application_id: str, failure: Failure, details: str) -> None:
+        super().__init__(f"application {application_id} failed: {failure.what}")
+        self.application_id = application_id
+        self.failure = failure
+        self.details = details
 
 
 class StreamsApp:
@@ -73,6 +71,9 @@ class StreamsApp:
         self.checkpoint: str | None = None
         self._listener = None
         self._checkpoint_restarts = 0
+        self.log_file: str | None = None
+        """Set by whoever configured logging to a file (``streams.console``); Spark's own log goes
+        there too when this process starts Spark."""
 
     @property
     def history(self) -> list[BatchMetrics]:
@@ -238,7 +239,8 @@ class StreamsApp:
         error = self.query.exception() if self.query is not None else None
         if error is None or self.trigger.stopping:
             return
-        cause = root_cause(error)
+        details = str(error)
+        cause = root_cause(details)
         if "checkpoint" in cause.lower() and self._checkpoint_restarts < _CHECKPOINT_RESTARTS:
             # Spark's checkpoint is only a cache: start over from the transaction logs.
             self._checkpoint_restarts += 1
@@ -246,7 +248,8 @@ class StreamsApp:
             self._start_query()
             return
         self.stop()
-        raise DeltaStreamsError(f"application {self.config.application_id} failed: {cause}") from None
+        log.debug("application %s failed:\n%s", self.config.application_id, details)
+        raise ApplicationFailedError(self.config.application_id, explain(details), details) from None
 
     def caught_up(self, targets: dict[str, int]) -> bool:
         """Every sub-topology has consumed its input topics up to ``targets`` and every

@@ -17,6 +17,7 @@ from conf.errors import (
     TopicExistsError,
     TopicNotFoundError,
     TopologyError,
+    UnreadableFileError,
 )
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "TopicExistsError",
     "TopicNotFoundError",
     "TopologyError",
+    "UnreadableFileError",
 ]

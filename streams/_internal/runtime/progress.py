@@ -63,6 +63,6 @@ def query_listener():
         def onQueryTerminated(self, event) -> None:
             self.terminated.add(str(event.id))
             if event.exception:
-                log.error("query %s failed: %s", event.id, event.exception.splitlines()[0])
+                log.debug("query %s failed: %s", event.id, event.exception)
 
     return DeltaStreamsListener()
