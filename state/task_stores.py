@@ -20,8 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sinks._internal.delta_log import AddedFile, snapshot_files
-from sinks._internal.files import read_data_file
+from sinks import AddedFile, read_data_file, snapshot_files
 from state._internal.changelogging import ChangeLoggingStore
 from state._internal.rocksdb import RocksDBKeyValueStore
 from state.stores import ChangelogEntry
