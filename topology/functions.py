@@ -89,7 +89,7 @@ def check_callable(obj: Any, *, operator: str, what: str, arguments: int) -> Any
     arity = _arity(obj)
     if arity is not None and not arity.accepts(arguments):
         raise TopologyError(
-            f"{operator}() takes a {what}, but {_name(obj)!r} takes {arity}", node=operator
+            f"{operator}() calls {what}, but {_name(obj)!r} takes {arity}", node=operator
         )
     return obj
 

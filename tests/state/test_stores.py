@@ -1,5 +1,6 @@
 import pytest
 
+from conf.errors import StateStoreError
 from state import ChangeLoggingStore, ChangelogEntry, InMemoryKeyValueStore, RocksDBKeyValueStore, TimeKeyedStore, apply_changelog
 
 
@@ -95,3 +96,13 @@ def test_rocksdb_store_survives_reopening(tmp_path):
     again = RocksDBKeyValueStore("s", tmp_path / "db")
     assert again.get(b"k") == b"v" and again.get_meta("offset") == b"12"
     again.close()
+
+
+def test_a_store_with_pending_writes_refuses_to_restore_committed_entries(make_store):
+    store = ChangeLoggingStore(make_store())
+    store.put(b"k", b"pending")
+    with pytest.raises(StateStoreError, match="1 pending changes: abort\\(\\) them before restoring"):
+        store.restore([ChangelogEntry(b"k", b"committed")])
+    store.abort()
+    assert store.restore([ChangelogEntry(b"k", b"committed")], meta={"applied": b"1"}) == 1
+    assert store.get(b"k") == b"committed" and store.get_meta("applied") == b"1"
