@@ -49,7 +49,6 @@ class RestoreStats:
     store: str
     entries: int = 0
     seconds: float = 0.0
-    rebuilt: bool = False
 
 
 @dataclass
@@ -87,7 +86,7 @@ class TaskStores:
             db.close()
             RocksDBKeyValueStore.destroy(self.path(name))
             db = RocksDBKeyValueStore(name, self.path(name))
-            applied, stats.rebuilt = 0, True
+            applied = 0
         if applied < position.end:
             started = time.perf_counter()
             entries = read_changelog(position, applied)

@@ -13,7 +13,7 @@ from functools import cached_property
 
 from conf.errors import TopologyError
 from topology.describe import TopologyDescription, describe
-from topology.nodes import AggregateNode, Node, NullKeyFilterNode, SinkNode, SourceNode, StoreSpec, SuppressNode
+from topology.nodes import Node, NullKeyFilterNode, SinkNode, SourceNode, StoreSpec
 from topology.split import SubTopology, split_subtopologies
 
 __all__ = ["GraphBuilder", "SubTopology", "Topology"]
@@ -88,14 +88,7 @@ class Topology:
 
     @cached_property
     def stores(self) -> Mapping[str, StoreSpec]:
-        specs: dict[str, StoreSpec] = {}
-        for node in self.nodes.values():
-            if isinstance(node, AggregateNode):
-                kind = "window" if node.windows is not None else "key_value"
-                specs[node.store] = StoreSpec(node.store, node.name, kind)
-            elif isinstance(node, SuppressNode):
-                specs[node.store] = StoreSpec(node.store, node.name, "suppression")
-        return specs
+        return {store: StoreSpec(store) for node in self.nodes.values() for store in node.stores}
 
     @cached_property
     def internal_topics(self) -> frozenset[str]:

@@ -168,8 +168,6 @@ class StoreSpec:
     """A state store of the topology; its changelog is ``<application_id>-<name>-changelog``."""
 
     name: str
-    node: str
-    kind: str  # "window", "key_value" or "suppression"
 
     def changelog_topic(self, application_id: str) -> str:
         return f"{application_id}-{self.name}-changelog"

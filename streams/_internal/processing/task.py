@@ -78,11 +78,9 @@ class TaskProcessor:
         late_records_topic: str | None = None,
         entry: str | None = None,
     ) -> None:
-        self.topology = topology
         self.subtopology = subtopology
         self.task_id = TaskId(subtopology.id, partition)
         self.stores = stores
-        self.caching = caching
         self.fail_on_bad_record = fail_on_bad_record
         self.late_records_topic = late_records_topic
         plan = plan_task(topology, subtopology, BuildContext(stores, caching), entry=entry)
