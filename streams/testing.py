@@ -172,7 +172,11 @@ class TopologyTestDriver:
         for task in self._tasks:
             if topic not in task.subtopology.source_topics:
                 continue
-            result = task.process({topic: records})
+            try:
+                result = task.process({topic: records})
+            except Exception:
+                self._abort(task)  # a failed batch commits nothing, as a failed task in production
+                raise
             self._commit(result)
             self.dropped_records += result.dropped_records
             if result.dead_letters.num_rows:
@@ -186,6 +190,10 @@ class TopologyTestDriver:
                     self._deliver(out_topic, downstream)
                 else:
                     self._collect(out_topic, table)
+
+    def _abort(self, task: TaskProcessor) -> None:
+        for name in task.subtopology.stores:
+            self._stores[name].abort()
 
     def _commit(self, result: TaskResult) -> None:
         """The batch's changelog entries become committed; stores advance only from them."""

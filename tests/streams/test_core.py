@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 import pytest
 
 from state import ChangeLoggingStore, InMemoryKeyValueStore
-from streams import StreamsBuilder, TimeWindows, TopologyError, TopologyTestDriver
+from streams import ProcessingError, StreamsBuilder, TimeWindows, TopologyError, TopologyTestDriver
 from streams._internal.processing.flow import Flow
 from streams._internal.processing.operator import Operator, ProcessContext
 from streams.core import TaskProcessor
@@ -141,3 +141,20 @@ def test_read_only_stores_match_kafkas_key_value_and_window_stores():
             driver.get_window_store("totals")
         with pytest.raises(KeyError, match="no store named 'nope'"):
             driver.fetch("nope", "a")
+
+
+def test_a_batch_that_fails_leaves_the_stores_as_the_last_commit_left_them():
+    def add(aggregate, value):
+        if value < 0:
+            raise ValueError("negative")
+        return aggregate + value
+
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().reduce(add, name="sums").to_stream().to("out")
+    with TopologyTestDriver(builder.build(), {"on_bad_record": "fail"}) as driver:
+        driver.pipe_input("in", "a", 1, timestamp=1)
+        with pytest.raises(ProcessingError, match="raised ValueError: negative"):
+            driver.pipe_batch("in", [("a", 10, 2), ("b", 5, 3), ("a", -1, 4)])
+        assert (driver.fetch("sums", "a"), driver.fetch("sums", "b")) == (1, None)
+        driver.pipe_input("in", "a", 2, timestamp=5)
+        assert [r.value for r in driver.read_output("out")] == [1, 3]

@@ -95,23 +95,20 @@ class FilterOperator(Operator, node=FilterNode):
     node: FilterNode
 
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
-        return _filter(self.node, flow, context.bad)
-
-
-def _filter(node: FilterNode, flow: Flow, bad: BadRecords) -> Flow:
-    if node.predicate.is_arrow:
-        (mask,), flow = _evaluate(node.name, node.predicate, flow, bad)
-        mask = mask.combine_chunks()
-        unknown = np.asarray(mask.is_null())
-        if unknown.any():  # a null predicate (a missing field) is a bad record, not a "no"
-            seqs = flow.seqs
-            for i in np.flatnonzero(unknown):
-                bad.reject(seqs[i], node.name, f"{node.predicate.describe()} is null for this record (a missing field?)", flow.keys()[i], flow.values()[i])
-        keep = (np.asarray(mask.fill_null(node.negate)) != node.negate) & ~unknown
+        predicate, negate, bad = self.node.predicate, self.node.negate, context.bad
+        if predicate.is_arrow:
+            (mask,), flow = _evaluate(self.name, predicate, flow, bad)
+            mask = mask.combine_chunks()
+            unknown = np.asarray(mask.is_null())
+            if unknown.any():  # a null predicate (a missing field) is a bad record, not a "no"
+                seqs = flow.seqs
+                for i in np.flatnonzero(unknown):
+                    bad.reject(seqs[i], self.name, f"{predicate.describe()} is null for this record (a missing field?)", flow.keys()[i], flow.values()[i])
+            keep = (np.asarray(mask.fill_null(negate)) != negate) & ~unknown
+            return flow.filter(keep)
+        results, ok = _call_each(self.name, predicate, flow, bad)
+        keep = np.fromiter((bool(r) != negate for r in results), dtype=bool, count=len(results)) & ok
         return flow.filter(keep)
-    results, ok = _call_each(node.name, node.predicate, flow, bad)
-    keep = np.fromiter((bool(r) != node.negate for r in results), dtype=bool, count=len(results)) & ok
-    return flow.filter(keep)
 
 
 class NullKeyFilterOperator(Operator, node=NullKeyFilterNode):
