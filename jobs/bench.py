@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     import deltalake
     import pyspark
 
-    from streams._internal.runtime.spark import spark_session
+    from streams.runtime import spark_session
 
     spark = spark_session(StreamsConfig.load({"application_id": "bench"}))
     results = {

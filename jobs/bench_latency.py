@@ -18,8 +18,7 @@ import pyarrow as pa
 from conf import StreamsConfig
 from jobs.pageview import INPUT_TOPIC, OUTPUT_TOPIC, build_topology
 from jobs.pageview_data import VALUE_TYPE, generate_events
-from sinks import Topic, create_topic
-from sinks._internal.delta_log import files_added
+from sinks import Topic, create_topic, files_added
 from streams.app import StreamsApp
 
 

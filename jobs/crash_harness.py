@@ -38,8 +38,8 @@ from pathlib import Path
 import pyarrow.compute as pc
 
 from jobs.pageview import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, generate, read_results
-from sinks._internal.delta_log import files_added
-from streams._internal.runtime.crashpoints import POINTS
+from sinks import files_added
+from streams.runtime import CRASH_POINTS
 
 WINDOW_MS, GRACE_MS = 5000, 5000
 EVENTS_PER_SECOND = 300
@@ -166,7 +166,7 @@ def run_trials(
     report = Report(guarantee, emit)
     command = job_command(root, guarantee, emit, max_records)
     # at_least_once has no decision point: it publishes, then records its progress.
-    points = POINTS if guarantee == "exactly_once" else tuple(p for p in POINTS if p != "after_commit")
+    points = CRASH_POINTS if guarantee == "exactly_once" else tuple(p for p in CRASH_POINTS if p != "after_commit")
     for trial in range(trials):
         if trial < len(points) or rng.random() < 0.3:
             point = points[trial % len(points)] if trial < len(points) else rng.choice(points)
@@ -335,20 +335,14 @@ def _check_files_added_once(root, report) -> None:
 
 
 def _check_read_committed(root, report) -> None:
-    from deltalake import DeltaTable
-
-    from sinks import Topic
-    from sinks._internal.delta_log import snapshot_files, read_commit
+    from sinks import Topic, snapshot_files
+    from sinks.transaction import decided_batches
 
     decided_files = set()
     for log_dir in sorted((Path(root) / "transactions" / APPLICATION_ID).glob("subtopology-*")):
-        table = DeltaTable(str(log_dir))
-        for version in range(1, table.version() + 1):
-            actions = read_commit(str(log_dir), version) or []
-            info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
-            entry = json.loads(info.get("deltastreams", "{}"))
-            for publication in entry.get("tables", {}).values():
-                decided_files.update((publication["uri"], f["path"]) for f in publication["files"])
+        for batch in decided_batches(str(log_dir)):
+            for publication in batch.tables.values():
+                decided_files.update((publication.uri, f.path) for f in publication.files)
     for name in (OUTPUT_TOPIC, REPARTITION):
         topic = Topic.open(root, name)
         for f in snapshot_files(topic.delta_table()):

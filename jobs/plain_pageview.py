@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window-ms", type=int, default=5000)
     parser.add_argument("--grace-ms", type=int, default=10_000)
     args = parser.parse_args(argv)
-    from streams._internal.runtime.spark import spark_session
+    from streams.runtime import spark_session
 
     spark = spark_session(StreamsConfig.load({"application_id": "plain-pageview"}))
     seconds = plain_structured_streaming(

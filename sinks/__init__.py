@@ -1,5 +1,6 @@
 """The log: Delta topics (creating them, appending records with Kafka's partitioner, reading them
-back in offset order), their data files, and the exactly-once transaction log."""
+back in offset order, or the files a range of versions added), their data files, and the
+exactly-once protocol's transaction log (:mod:`sinks.transaction`)."""
 
 from sinks._internal.delta_log import AddedFile, commit_files, end_offsets, files_added, read_commit, snapshot_files
 from sinks._internal.files import (

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -77,22 +76,3 @@ def key_bytes_of(value: Any, type_: pa.DataType) -> bytes:
     if out is None:
         raise ValueError("cannot serialize a null key")
     return out
-
-
-def keys_from_bytes(raw: Sequence[bytes], type_: pa.DataType) -> pa.Array:
-    """Inverse of :func:`key_bytes` for a known Arrow type."""
-    if pat.is_string(type_) or pat.is_large_string(type_) or pat.is_string_view(type_):
-        return pa.array([b.decode() for b in raw], type=type_)
-    if pat.is_binary(type_) or pat.is_large_binary(type_) or pat.is_fixed_size_binary(type_) or pat.is_binary_view(type_):
-        return pa.array(list(raw), type=type_)
-    if type_ in _INT32_TYPES:
-        return pa.array(np.frombuffer(b"".join(raw), dtype=">i4").astype(np.int64), type=pa.int64()).cast(type_)
-    if type_ in _INT64_TYPES:
-        return pa.array(np.frombuffer(b"".join(raw), dtype=">i8").astype(np.int64)).cast(type_)
-    if pat.is_float64(type_):
-        return pa.array(np.frombuffer(b"".join(raw), dtype=">f8").astype(np.float64))
-    if pat.is_float32(type_):
-        return pa.array(np.frombuffer(b"".join(raw), dtype=">f4").astype(np.float32))
-    if pat.is_boolean(type_):
-        return pa.array([b == b"\x01" for b in raw], type=type_)
-    return pa.array([json.loads(b) for b in raw], type=type_)

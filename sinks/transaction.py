@@ -71,6 +71,23 @@ class DecidedBatch:
         return cls(raw["seq"], raw["epoch"], sources, tables, raw.get("guarantee", "exactly_once") == "exactly_once")
 
 
+def _entry(actions: list[dict]) -> dict:
+    """The deltastreams document of one transaction-log commit (empty if it has none)."""
+    info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+    return json.loads(info.get(_KEY, "{}"))
+
+
+def decided_batches(uri: str) -> list[DecidedBatch]:
+    """Every decided batch the transaction log at ``uri`` still holds, oldest first (read-only:
+    for checks and tools; the protocol itself reads :meth:`TransactionLog.last_decided`)."""
+    batches = []
+    for version in range(1, DeltaTable(uri).version() + 1):
+        entry = _entry(read_commit(uri, version) or [])
+        if entry.get("kind") == "commit":
+            batches.append(DecidedBatch.from_json(entry))
+    return batches
+
+
 class TransactionLog:
     def __init__(self, uri: str, txn_app_id: str) -> None:
         self.uri = uri
@@ -100,8 +117,7 @@ class TransactionLog:
             actions = read_commit(self.uri, version)
             if actions is None:
                 break
-            info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
-            entry = json.loads(info.get(_KEY, "{}"))
+            entry = _entry(actions)
             if entry.get("kind") == "commit":
                 return DecidedBatch.from_json(entry)
         return None

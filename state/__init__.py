@@ -1,12 +1,12 @@
 """State stores: a key-value contract, RocksDB and in-memory backends, changelogging, time-keyed
-views (window stores, the suppression buffer), and a task's stores kept caught up with their
-committed changelogs."""
+views (window stores, the suppression buffer), read-only views for queries, and a task's stores
+kept caught up with their committed changelogs."""
 
 from state._internal.changelogging import ChangeLoggingStore
 from state._internal.memory import InMemoryKeyValueStore
 from state._internal.rocksdb import RocksDBKeyValueStore, StoreCorruptedError
 from state.restore import apply_changelog
-from state.stores import ChangelogEntry, KeyValueStore
+from state.stores import ChangelogEntry, KeyValueStore, ReadOnlyKeyValueStore, ReadOnlyWindowStore
 from state.task_stores import APPLIED_OFFSET, ChangelogPosition, RestoreStats, TaskStores, read_changelog, replay
 from state.window import NO_STREAM_TIME, TimeKeyedStore
 
@@ -18,6 +18,8 @@ __all__ = [
     "ChangelogPosition",
     "InMemoryKeyValueStore",
     "KeyValueStore",
+    "ReadOnlyKeyValueStore",
+    "ReadOnlyWindowStore",
     "RestoreStats",
     "RocksDBKeyValueStore",
     "StoreCorruptedError",

@@ -1,16 +1,19 @@
-"""The store contract every processor programs against.
+"""The store contracts.
 
 A store maps ``bytes`` keys to ``bytes`` values, in key order. Implementations: RocksDB (on the
-task's local disk, :func:`state.open_rocksdb_store`) and in-memory (tests). The changelogging
+task's local disk, :class:`state.RocksDBKeyValueStore`) and in-memory (tests). The changelogging
 wrapper (:class:`state.ChangeLoggingStore`) records every change as a :class:`ChangelogEntry` and
-holds the batch's writes pending until the commit says they may reach the store.
+holds the batch's writes pending: they reach the store only as committed changelog entries.
+
+Queries see typed, read-only views (Kafka's ``ReadOnlyKeyValueStore`` and ``ReadOnlyWindowStore``),
+which the operator owning a store provides, since it knows how keys and values are encoded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +47,25 @@ class KeyValueStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class ReadOnlyKeyValueStore(Protocol):
+    """Typed read access to a key-value store."""
+
+    name: str
+
+    def get(self, key: Any) -> Any:
+        """The value of ``key``, or None."""
+        ...
+
+
+@runtime_checkable
+class ReadOnlyWindowStore(Protocol):
+    """Typed read access to a window store."""
+
+    name: str
+
+    def fetch(self, key: Any, window_start: int) -> Any:
+        """The value of ``key`` in the window starting at ``window_start``, or None."""
+        ...

@@ -33,7 +33,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from conf.errors import StateStoreError
 from sinks import AddedFile, read_data_file, snapshot_files
 from state._internal.changelogging import ChangeLoggingStore
 from state._internal.rocksdb import RocksDBKeyValueStore, StoreCorruptedError

@@ -11,43 +11,21 @@ Topologies:
 ...
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-# Public names resolve on first use (PEP 562): the lower layers (state, sinks) import
-# streams.errors, which must not drag in the DSL and the test driver that themselves use them.
-_EXPORTS = {
-    "StreamsBuilder": "streams.builder",
-    "KStream": "streams.kstream",
-    "KGroupedStream": "streams.kgrouped",
-    "TimeWindowedKStream": "streams.kgrouped",
-    "KTable": "streams.ktable",
-    "TimeWindows": "streams.windows",
-    "Suppressed": "streams.windows",
-    "Windowed": "streams.records",
-    "TestRecord": "streams.testing",
-    "TopologyTestDriver": "streams.testing",
-    "Topology": "topology.graph",
-    "ConfigError": "streams.errors",
-    "DeltaStreamsError": "streams.errors",
-    "ProcessingError": "streams.errors",
-    "ProducerFencedError": "streams.errors",
-    "RecordError": "streams.errors",
-    "StateStoreError": "streams.errors",
-    "TopologyError": "streams.errors",
-}
-
-if TYPE_CHECKING:
-    from streams.builder import StreamsBuilder
-    from streams.testing import TestRecord, TopologyTestDriver
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'streams' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
+from conf.errors import (
+    ConfigError,
+    DeltaStreamsError,
+    ProcessingError,
+    ProducerFencedError,
+    RecordError,
+    StateStoreError,
+    TopologyError,
+)
+from streams.builder import StreamsBuilder
+from streams.dsl import KGroupedStream, KStream, KTable, TimeWindowedKStream
+from streams.testing import TestRecord, TopologyTestDriver
+from streams.windows import Suppressed, TimeWindows
+from topology.graph import Topology
+from topology.records import Windowed
 
 __all__ = [
     "ConfigError",

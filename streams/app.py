@@ -35,7 +35,7 @@ from streams._internal.runtime.planner import Planner
 from streams._internal.runtime.progress import Progress, query_listener
 from streams._internal.runtime.registry import TopicRegistry
 from streams._internal.runtime.timing import Phases
-from streams._internal.runtime.spark import spark_session
+from streams._internal.spark.session import spark_session
 from streams._internal.spark.job import TriggerJob
 from streams._internal.spark.ticks import TickChannel
 from streams._internal.spark.trigger import BatchMetrics, Trigger

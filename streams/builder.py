@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from conf.errors import TopologyError
-from streams.kstream import KStream
+from streams.dsl import KStream
 from topology.graph import GraphBuilder, Topology
 from topology.nodes import SourceNode
 

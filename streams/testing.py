@@ -3,8 +3,12 @@
 It runs the very processing core the Spark runtime runs, one task per sub-topology (every topic
 has one partition), committing after every input record as Kafka's TopologyTestDriver does
 (``pipe_batch`` commits once for several records, to see record caching at work). Records written
-to a repartition topic are processed by the downstream sub-topology at once. Changelogs are kept,
-so ``restart()`` rebuilds every store from its changelog, like a task moving to a new machine.
+to a repartition topic are processed by the downstream sub-topology at once.
+
+Stores follow the production lifecycle: a batch's writes stay pending; at commit, its changelog
+entries are appended to the changelogs the driver keeps, the pending writes are discarded, and the
+stores advance by applying those committed entries. ``restart()`` rebuilds every store from its
+changelog, like a task moving to a new machine.
 
 >>> from streams import StreamsBuilder, TopologyTestDriver
 >>> builder = StreamsBuilder()
@@ -27,11 +31,17 @@ from typing import Any
 import pyarrow as pa
 
 from conf import BadRecordPolicy, StreamsConfig
-from sinks.serde import key_bytes_of
-from state import ChangeLoggingStore, ChangelogEntry, InMemoryKeyValueStore, RocksDBKeyValueStore, TimeKeyedStore
-from streams._internal.processing.aggregate import AggregateProcessor
-from streams._internal.processing.task import TaskProcessor
 from conf.errors import TopologyError
+from state import (
+    ChangeLoggingStore,
+    ChangelogEntry,
+    InMemoryKeyValueStore,
+    ReadOnlyKeyValueStore,
+    ReadOnlyWindowStore,
+    RocksDBKeyValueStore,
+    TimeKeyedStore,
+)
+from streams._internal.processing.task import TaskProcessor, TaskResult
 from topology.graph import Topology
 
 _TEST_APPLICATION = "test-application"
@@ -104,7 +114,7 @@ class TopologyTestDriver:
         self._close_stores(destroy=True)
         self._open_tasks()
         for name, entries in self._changelogs.items():
-            self._stores[name].inner.write(entries)
+            self._stores[name].restore(entries)
 
     def _close_stores(self, destroy: bool) -> None:
         for store in self._stores.values():
@@ -162,11 +172,13 @@ class TopologyTestDriver:
         for task in self._tasks:
             if topic not in task.subtopology.source_topics:
                 continue
-            result = task.process({topic: records})
+            try:
+                result = task.process({topic: records})
+            except Exception:
+                self._abort(task)  # a failed batch commits nothing, as a failed task in production
+                raise
+            self._commit(result)
             self.dropped_records += result.dropped_records
-            for name, entries in result.changelogs.items():
-                self._changelogs[name].extend(entries)
-                self._stores[name].commit()
             if result.dead_letters.num_rows:
                 self._collect(self.config.dlq_topic, result.dead_letters)
             for out_topic, table in result.outputs.items():
@@ -178,6 +190,18 @@ class TopologyTestDriver:
                     self._deliver(out_topic, downstream)
                 else:
                     self._collect(out_topic, table)
+
+    def _abort(self, task: TaskProcessor) -> None:
+        for name in task.subtopology.stores:
+            self._stores[name].abort()
+
+    def _commit(self, result: TaskResult) -> None:
+        """The batch's changelog entries become committed; stores advance only from them."""
+        for name, entries in result.changelogs.items():
+            self._changelogs[name].extend(entries)
+            store = self._stores[name]
+            store.abort()
+            store.restore(entries)
 
     def _collect(self, topic: str, table: pa.Table) -> None:
         windowed = "window_start" in table.column_names
@@ -201,25 +225,34 @@ class TopologyTestDriver:
     def changelog(self, store: str) -> list[ChangelogEntry]:
         return list(self._changelogs[store])
 
-    def _aggregate(self, store: str) -> AggregateProcessor:
+    def _task_with(self, store: str) -> TaskProcessor:
         for task in self._tasks:
-            for processor in task._processors.values():
-                if isinstance(processor, AggregateProcessor) and processor.node.store == store:
-                    return processor
-        raise KeyError(f"no aggregation store named '{store}'; stores: {sorted(self.topology.stores)}")
+            if store in task.subtopology.stores:
+                return task
+        raise KeyError(f"no store named '{store}'; stores: {sorted(self.topology.stores)}")
+
+    def get_key_value_store(self, store: str) -> ReadOnlyKeyValueStore:
+        """Read access to the aggregation store ``store`` (Kafka's ``getKeyValueStore``)."""
+        view = self._task_with(store).store(store)
+        if not isinstance(view, ReadOnlyKeyValueStore):
+            raise TypeError(f"store '{store}' is a window store: use get_window_store('{store}')")
+        return view
+
+    def get_window_store(self, store: str) -> ReadOnlyWindowStore:
+        """Read access to the windowed aggregation store ``store`` (Kafka's ``getWindowStore``)."""
+        view = self._task_with(store).store(store)
+        if not isinstance(view, ReadOnlyWindowStore):
+            raise TypeError(f"store '{store}' is not windowed: use get_key_value_store('{store}')")
+        return view
 
     def fetch(self, store: str, key: Any, window_start: int | None = None) -> Any:
         """The aggregate of ``key`` (in the window starting at ``window_start``), or None."""
-        processor = self._aggregate(store)
-        kb = key_bytes_of(key, pa.array([key]).type)
-        if processor.windowed:
+        view = self._task_with(store).store(store)
+        if isinstance(view, ReadOnlyWindowStore):
             if window_start is None:
                 raise ValueError(f"store '{store}' is windowed: pass window_start")
-            raw = TimeKeyedStore(self._stores[store]).get(window_start, kb)
-        else:
-            raw = self._stores[store].get(kb)
-        decoded = processor._decode(raw)
-        return None if decoded is None else decoded[0]
+            return view.fetch(key, window_start)
+        return view.get(key)
 
     def store_entries(self, store: str) -> list[tuple[bytes, bytes]]:
         """Raw contents of a store, in key order (for comparing with its changelog)."""

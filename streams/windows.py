@@ -71,8 +71,6 @@ class Suppressed:
     """How a KTable's updates are held back. Only ``until_window_closes`` exists (emit-final):
     one result per window, once stream time passes ``window end + grace``."""
 
-    until: str
-
     @classmethod
     def until_window_closes(cls) -> Suppressed:
-        return cls(until="window_close")
+        return cls()

@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture(scope="session")
 def spark():
     from conf import StreamsConfig
-    from streams._internal.runtime.spark import spark_session
+    from streams._internal.spark.session import spark_session
 
     session = spark_session(StreamsConfig.load({"application_id": "tests", "spark_conf": {"spark.sql.shuffle.partitions": "2"}}))
     yield session

@@ -18,12 +18,7 @@ from topology.graph import SubTopology, Topology
 from topology.nodes import FilterNode, MapNode, MapValuesNode, SelectKeyNode, SourceNode
 
 _CATALYST_STEPS = (FilterNode, MapValuesNode, SelectKeyNode, MapNode)
-REJECTED = "_rejected"
-"""Column of records a Catalyst step found bad: the reason, or null."""
-
-
-def _function(node):
-    return getattr(node, "predicate", None) or getattr(node, "mapper", None) or getattr(node, "action", None)
+_FUNCTION_FIELDS = ("predicate", "mapper", "action")
 
 
 @dataclass(frozen=True)
@@ -47,9 +42,9 @@ def for_executors(topology: Topology) -> Topology:
     cannot be pickled and which executors never run) replaced by placeholders."""
     nodes = {}
     for name, node in topology.nodes.items():
-        function = _function(node)
+        function = node.function
         if function is not None and function.is_column:
-            field = next(f for f in ("predicate", "mapper", "action") if getattr(node, f, None) is function)
+            field = next(f for f in _FUNCTION_FIELDS if getattr(node, f, None) is function)
             node = dataclasses.replace(node, **{field: UserFunction(None, FunctionKind.COLUMN)})
         nodes[name] = node
     return Topology(nodes, dict(topology.parents))
@@ -66,13 +61,13 @@ def compile_subtopology(topology: Topology, sub: SubTopology) -> CompiledSubtopo
     while external and len(topology.children[current]) == 1:
         child = topology.children[current][0]
         node = topology.nodes[child]
-        function = _function(node)
+        function = node.function
         if not isinstance(node, _CATALYST_STEPS) or function is None or not function.is_column:
             break
         steps.append(child)
         current = child
     for name in sub.nodes:
-        function = _function(topology.nodes[name])
+        function = topology.nodes[name].function
         if name not in steps and function is not None and function.is_column:
             where = (
                 "after steps that are not: Column steps must come first in a sub-topology"

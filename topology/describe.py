@@ -6,13 +6,11 @@ comparator orders them: larger downstream sub-tree first, then by name.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from topology.nodes import SinkNode, SourceNode
-
-if TYPE_CHECKING:
-    from topology.graph import Topology
+from topology.nodes import Node, SinkNode, SourceNode
+from topology.split import SubTopology
 
 
 @dataclass(frozen=True)
@@ -54,30 +52,33 @@ def _java_set(items) -> str:
     return "[" + ", ".join(items) + "]"
 
 
-def describe(topology: Topology) -> TopologyDescription:
+def describe(
+    nodes: Mapping[str, Node],
+    parents: Mapping[str, tuple[str, ...]],
+    children: Mapping[str, tuple[str, ...]],
+    subtopologies: Sequence[SubTopology],
+) -> TopologyDescription:
     sizes: dict[str, int] = {}
 
     def size(name: str) -> int:
         if name not in sizes:
-            sizes[name] = 1 + sum(size(child) for child in topology.children[name])
+            sizes[name] = 1 + sum(size(child) for child in children[name])
         return sizes[name]
 
     def ordered(names) -> tuple[str, ...]:
         return tuple(sorted(names, key=lambda n: (-size(n), n)))
 
-    subtopologies = []
-    for sub in topology.subtopologies:
-        nodes = []
+    result = []
+    for sub in subtopologies:
+        described = []
         for name in ordered(sub.nodes):
-            node = topology.nodes[name]
+            node = nodes[name]
             if isinstance(node, SourceNode):
                 kind, detail = "Source", _java_set(node.topics)
             elif isinstance(node, SinkNode):
                 kind, detail = "Sink", node.topic
             else:
                 kind, detail = "Processor", _java_set(node.stores)
-            nodes.append(
-                NodeDescription(name, kind, detail, ordered(topology.children[name]), ordered(topology.parents[name]))
-            )
-        subtopologies.append(SubtopologyDescription(sub.id, tuple(nodes)))
-    return TopologyDescription(tuple(subtopologies))
+            described.append(NodeDescription(name, kind, detail, ordered(children[name]), ordered(parents[name])))
+        result.append(SubtopologyDescription(sub.id, tuple(described)))
+    return TopologyDescription(tuple(result))

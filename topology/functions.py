@@ -40,14 +40,58 @@ def is_arrow_expression(obj: Any) -> bool:
     return isinstance(obj, pc.Expression)
 
 
-def _positional_arity(fn: Callable[..., Any]) -> int | None:
+@dataclass(frozen=True)
+class _Arity:
+    """How a callable can be called: ``low`` to ``high`` positional arguments (``high`` None:
+    unbounded), and keyword-only arguments it requires (then positional calls never fit)."""
+
+    low: int
+    high: int | None
+    required_keywords: tuple[str, ...] = ()
+
+    def accepts(self, count: int) -> bool:
+        return not self.required_keywords and self.low <= count and (self.high is None or count <= self.high)
+
+    def __str__(self) -> str:
+        if self.high == self.low:
+            text = f"{self.low} positional argument{'' if self.low == 1 else 's'}"
+        elif self.high is None:
+            text = f"{self.low} or more positional arguments"
+        else:
+            text = f"{self.low} to {self.high} positional arguments"
+        if self.required_keywords:
+            text += f" and requires keyword arguments {', '.join(self.required_keywords)}"
+        return text
+
+
+def _arity(fn: Callable[..., Any]) -> _Arity | None:
+    """None when Python cannot tell (built-in types such as ``str`` or ``int`` have no signature)."""
     try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):  # builtins without signatures
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
         return None
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return None
-    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    low = sum(1 for p in positional if p.default is p.empty)
+    high = None if any(p.kind is p.VAR_POSITIONAL for p in params) else len(positional)
+    keywords = tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty)
+    return _Arity(low, high, keywords)
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+def check_callable(obj: Any, *, operator: str, what: str, arguments: int) -> Any:
+    """Check at build time that ``obj`` can be called with ``arguments`` positional arguments
+    (``what`` names them for the message, e.g. ``"reducer(aggregate, value)"``)."""
+    if not callable(obj):
+        raise TopologyError(f"{operator}() takes a callable {what}, got {obj!r}", node=operator)
+    arity = _arity(obj)
+    if arity is not None and not arity.accepts(arguments):
+        raise TopologyError(
+            f"{operator}() calls {what}, but {_name(obj)!r} takes {arity}", node=operator
+        )
+    return obj
 
 
 @dataclass(frozen=True)
@@ -70,10 +114,7 @@ class UserFunction:
     def describe(self) -> str:
         if self.kind is not FunctionKind.PYTHON:
             return repr(self.fn)
-        return getattr(self.fn, "__qualname__", repr(self.fn))
-
-    def __call__(self, key: Any, value: Any) -> Any:
-        return self.fn(key, value) if self.takes_key else self.fn(value)
+        return _name(self.fn)
 
 
 def user_function(
@@ -99,16 +140,27 @@ def user_function(
             else ", a pyarrow compute expression or a Spark Column expression"
         )
         raise TopologyError(f"{operator}() takes {expected}, got {obj!r}", node=operator)
-    arity = _positional_arity(obj)
-    if arity is not None and arity not in (1, 2):
-        raise TopologyError(
-            f"{operator}() takes a function of (key, value), but {getattr(obj, '__qualname__', obj)!r} "
-            f"takes {arity} positional arguments",
-            node=operator,
-        )
-    if arity == 1 and not value_only_allowed:
-        raise TopologyError(
-            f"{operator}() takes a function of (key, value), but {getattr(obj, '__qualname__', obj)!r} takes one",
-            node=operator,
-        )
-    return UserFunction(obj, FunctionKind.PYTHON, takes_key=arity != 1)
+    return UserFunction(obj, FunctionKind.PYTHON, takes_key=_takes_key(obj, operator, value_only_allowed))
+
+
+def _takes_key(fn: Callable[..., Any], operator: str, value_only_allowed: bool) -> bool:
+    """Whether ``fn`` is called as ``fn(key, value)`` rather than ``fn(value)``.
+
+    A function taking exactly one required argument is a value-only function (Kafka's
+    ``ValueMapper``) where those are allowed. A callable whose signature Python cannot read
+    (``str``, ``int``, ``dict``...) is taken as value-only where allowed and as ``(key, value)``
+    elsewhere, since nothing better can be known before it runs.
+    """
+    arity = _arity(fn)
+    if arity is None:
+        return not value_only_allowed
+    one, two = arity.accepts(1), arity.accepts(2)
+    if value_only_allowed and one and (arity.low == 1 or not two):
+        return False
+    if two:
+        return True
+    expected = "(value) or (key, value)" if value_only_allowed else "(key, value)"
+    raise TopologyError(
+        f"{operator}() takes a function of {expected}, but {_name(fn)!r} takes {arity}",
+        node=operator,
+    )

@@ -12,7 +12,11 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from conf.errors import TopologyError
-from topology.nodes import AggregateNode, Node, SinkNode, SourceNode, StoreSpec, SuppressNode
+from topology.describe import TopologyDescription, describe
+from topology.nodes import Node, NullKeyFilterNode, SinkNode, SourceNode, StoreSpec
+from topology.split import SubTopology, split_subtopologies
+
+__all__ = ["GraphBuilder", "SubTopology", "Topology"]
 
 
 class GraphBuilder:
@@ -41,25 +45,26 @@ class GraphBuilder:
         self._parents[node.name] = tuple(parents)
         return node.name
 
-    def node(self, name: str) -> Node:
-        return self._nodes[name]
+    def add_repartition(self, parent: str, prefix: str, *, user_named: bool) -> str:
+        """Kafka's repartition: null-key filter -> sink ``<prefix>-repartition`` | source of it.
+        Returns the source node's name; the topic is a sub-topology boundary."""
+        topic = prefix if prefix.endswith("-repartition") else f"{prefix}-repartition"
+        # Kafka always burns three counter values here, named or not, to keep later names stable.
+        generated_sink = self.processor_name("KSTREAM-SINK")
+        generated_filter = self.processor_name("KSTREAM-FILTER")
+        generated_source = self.processor_name("KSTREAM-SOURCE")
+        if user_named:
+            sink, key_filter, source = f"{topic}-sink", f"{topic}-filter", f"{topic}-source"
+        else:
+            sink, key_filter, source = generated_sink, generated_filter, generated_source
+        self.add(NullKeyFilterNode(key_filter), [parent])
+        self.add(SinkNode(sink, topic, internal=True), [key_filter])
+        return self.add(SourceNode(source, (topic,), internal=True))
 
     def build(self) -> Topology:
         if not self._nodes:
             raise TopologyError("the topology is empty: add a stream with StreamsBuilder.stream(topic)")
         return Topology(dict(self._nodes), dict(self._parents))
-
-
-@dataclass(frozen=True)
-class SubTopology:
-    """Operators between repartition boundaries, fused; runs as one task per source partition."""
-
-    id: int
-    nodes: tuple[str, ...]
-    """In creation order, which is a topological order."""
-    source_topics: tuple[str, ...]
-    sink_topics: tuple[str, ...]
-    stores: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -79,20 +84,11 @@ class Topology:
 
     @cached_property
     def subtopologies(self) -> tuple[SubTopology, ...]:
-        from topology.split import split_subtopologies
-
-        return split_subtopologies(self)
+        return split_subtopologies(self.nodes, self.parents)
 
     @cached_property
     def stores(self) -> Mapping[str, StoreSpec]:
-        specs: dict[str, StoreSpec] = {}
-        for node in self.nodes.values():
-            if isinstance(node, AggregateNode):
-                kind = "window" if node.windows is not None else "key_value"
-                specs[node.store] = StoreSpec(node.store, node.name, kind)
-            elif isinstance(node, SuppressNode):
-                specs[node.store] = StoreSpec(node.store, node.name, "suppression")
-        return specs
+        return {store: StoreSpec(store) for node in self.nodes.values() for store in node.stores}
 
     @cached_property
     def internal_topics(self) -> frozenset[str]:
@@ -115,10 +111,5 @@ class Topology:
         """Repartition topics get the application id as prefix, as in Kafka."""
         return f"{application_id}-{topic}" if topic in self.internal_topics else topic
 
-    def subtopology_of(self, node: str) -> SubTopology:
-        return next(s for s in self.subtopologies if node in s.nodes)
-
-    def describe(self):
-        from topology.describe import describe
-
-        return describe(self)
+    def describe(self) -> TopologyDescription:
+        return describe(self.nodes, self.parents, self.children, self.subtopologies)

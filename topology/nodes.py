@@ -6,7 +6,7 @@ Each DSL call adds one node (sometimes a few, as Kafka does for repartitioning);
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -21,10 +21,6 @@ class Windows:
     advance_ms: int
     grace_ms: int
 
-    @property
-    def retention_ms(self) -> int:
-        return self.size_ms + self.grace_ms
-
 
 @dataclass(frozen=True)
 class Node:
@@ -35,8 +31,9 @@ class Node:
         return ()
 
     @property
-    def changes_key(self) -> bool:
-        return False
+    def function(self) -> UserFunction | None:
+        """The user function this node applies to records, if any."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -63,6 +60,10 @@ class FilterNode(Node):
     predicate: UserFunction
     negate: bool = False
 
+    @property
+    def function(self) -> UserFunction:
+        return self.predicate
+
 
 @dataclass(frozen=True)
 class NullKeyFilterNode(Node):
@@ -75,13 +76,17 @@ class MapNode(Node):
     mapper: UserFunction
 
     @property
-    def changes_key(self) -> bool:
-        return True
+    def function(self) -> UserFunction:
+        return self.mapper
 
 
 @dataclass(frozen=True)
 class MapValuesNode(Node):
     mapper: UserFunction
+
+    @property
+    def function(self) -> UserFunction:
+        return self.mapper
 
 
 @dataclass(frozen=True)
@@ -89,8 +94,8 @@ class FlatMapNode(Node):
     mapper: UserFunction
 
     @property
-    def changes_key(self) -> bool:
-        return True
+    def function(self) -> UserFunction:
+        return self.mapper
 
 
 @dataclass(frozen=True)
@@ -98,13 +103,17 @@ class SelectKeyNode(Node):
     mapper: UserFunction
 
     @property
-    def changes_key(self) -> bool:
-        return True
+    def function(self) -> UserFunction:
+        return self.mapper
 
 
 @dataclass(frozen=True)
 class PeekNode(Node):
     action: UserFunction
+
+    @property
+    def function(self) -> UserFunction:
+        return self.action
 
 
 class AggregationKind(Enum):
@@ -159,9 +168,6 @@ class StoreSpec:
     """A state store of the topology; its changelog is ``<application_id>-<name>-changelog``."""
 
     name: str
-    node: str
-    kind: str  # "window", "key_value" or "suppression"
-    extra: dict = field(default_factory=dict, compare=False)
 
     def changelog_topic(self, application_id: str) -> str:
         return f"{application_id}-{self.name}-changelog"

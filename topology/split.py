@@ -7,16 +7,26 @@ follow Kafka: groups are numbered in the sorted order of their source node names
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from topology.nodes import SinkNode, SourceNode
-
-if TYPE_CHECKING:
-    from topology.graph import SubTopology, Topology
+from topology.nodes import Node, SinkNode, SourceNode
 
 
-def _components(topology: Topology) -> dict[str, str]:
-    root: dict[str, str] = {name: name for name in topology.nodes}
+@dataclass(frozen=True)
+class SubTopology:
+    """Operators between repartition boundaries, fused; runs as one task per source partition."""
+
+    id: int
+    nodes: tuple[str, ...]
+    """In creation order, which is a topological order."""
+    source_topics: tuple[str, ...]
+    sink_topics: tuple[str, ...]
+    stores: tuple[str, ...]
+
+
+def _components(nodes: Mapping[str, Node], parents: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+    root: dict[str, str] = {name: name for name in nodes}
 
     def find(name: str) -> str:
         while root[name] != name:
@@ -24,33 +34,32 @@ def _components(topology: Topology) -> dict[str, str]:
             name = root[name]
         return name
 
-    for name, parents in topology.parents.items():
-        for parent in parents:
+    for name, node_parents in parents.items():
+        for parent in node_parents:
             root[find(name)] = find(parent)
-    return {name: find(name) for name in topology.nodes}
+    return {name: find(name) for name in nodes}
 
 
-def split_subtopologies(topology: Topology) -> tuple[SubTopology, ...]:
-    from topology.graph import SubTopology
-
-    component = _components(topology)
-    sources = sorted(n for n, node in topology.nodes.items() if isinstance(node, SourceNode))
-    others = sorted(n for n in topology.nodes if n not in sources)
+def split_subtopologies(nodes: Mapping[str, Node], parents: Mapping[str, tuple[str, ...]]) -> tuple[SubTopology, ...]:
+    """The sub-topologies of the graph ``nodes`` (in creation order) with edges ``parents``."""
+    component = _components(nodes, parents)
+    sources = sorted(n for n, node in nodes.items() if isinstance(node, SourceNode))
+    others = sorted(n for n in nodes if n not in sources)
     group_ids: dict[str, int] = {}
     for name in sources + others:
         group_ids.setdefault(component[name], len(group_ids))
 
     result = []
     for group_root, group_id in sorted(group_ids.items(), key=lambda item: item[1]):
-        names = tuple(n for n in topology.nodes if component[n] == group_root)
-        nodes = [topology.nodes[n] for n in names]
+        names = tuple(n for n in nodes if component[n] == group_root)
+        members = [nodes[n] for n in names]
         result.append(
             SubTopology(
                 id=group_id,
                 nodes=names,
-                source_topics=tuple(t for n in nodes if isinstance(n, SourceNode) for t in n.topics),
-                sink_topics=tuple(dict.fromkeys(n.topic for n in nodes if isinstance(n, SinkNode))),
-                stores=tuple(s for n in nodes for s in n.stores),
+                source_topics=tuple(t for n in members if isinstance(n, SourceNode) for t in n.topics),
+                sink_topics=tuple(dict.fromkeys(n.topic for n in members if isinstance(n, SinkNode))),
+                stores=tuple(s for n in members for s in n.stores),
             )
         )
     return tuple(result)

@@ -1,15 +1,18 @@
-"""The changelogging wrapper: every change is a changelog entry, and stays pending until commit.
+"""The changelogging wrapper: every change is a changelog entry, pending until it is committed.
 
-Reads see the pending changes over the underlying store. ``commit()`` applies them to the store in
-one atomic write; ``abort()`` forgets them. This is what keeps a local store from ever being ahead
-of what was committed: the runtime commits only once the batch's changelog is committed.
+Reads see the pending changes over the underlying store. A batch's pending changes never reach
+the store directly: once its changelog is committed, ``abort()`` forgets them and ``restore()``
+applies the committed entries. So a local store holds a prefix of its committed changelog and is
+never ahead of it, whether the batch committed or not, and catching up is restoring.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from conf.errors import StateStoreError
+from state.restore import apply_changelog
 from state.stores import ChangelogEntry, KeyValueStore
 
 
@@ -59,19 +62,26 @@ class ChangeLoggingStore:
         self._pending[key] = None
         return ChangelogEntry(key, None)
 
-    def put_many(self, items: Sequence[tuple[bytes, bytes]]) -> None:
-        self._pending.update(items)
-
     def changelog(self) -> list[ChangelogEntry]:
         """The pending changes, one entry per key changed (the last value wins)."""
         return [ChangelogEntry(k, v) for k, v in self._pending.items()]
 
-    def commit(self, meta: Mapping[str, bytes] | None = None) -> None:
-        self.inner.write(self.changelog(), meta)
+    def abort(self) -> None:
+        """Forget the pending changes."""
         self._pending.clear()
 
-    def abort(self) -> None:
-        self._pending.clear()
+    # -- advancing from the changelog ----------------------------------------------------------
+
+    def restore(self, committed: Iterable[ChangelogEntry], meta: Mapping[str, bytes] | None = None) -> int:
+        """Apply committed changelog entries to the store, in order and atomically with
+        ``meta``; returns how many. The only way the store advances."""
+        if self._pending:
+            raise StateStoreError(
+                f"store '{self.name}' has {len(self._pending)} pending changes: abort() them before restoring "
+                "committed changelog entries (a store must never mix the two)",
+                store=self.name,
+            )
+        return apply_changelog(self.inner, committed, meta)
 
     def close(self) -> None:
         self._pending.clear()

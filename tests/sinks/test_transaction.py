@@ -3,7 +3,7 @@ import pytest
 from deltalake import DeltaTable
 
 from sinks import create_topic
-from sinks.transaction import DecidedBatch, TablePublication, TransactionLog
+from sinks.transaction import DecidedBatch, TablePublication, TransactionLog, decided_batches
 from streams.errors import ProducerFencedError
 
 
@@ -46,3 +46,14 @@ def test_a_newer_instance_fences_the_older_one(setup, tmp_path):
     assert second.last_decided() is None  # the zombie's batch was never decided
     second.decide(staged_batch(topic, 0, records(["b"])))
     assert second.last_decided().seq == 0
+
+
+def test_decided_batches_lists_every_decided_batch_oldest_first_but_no_registrations(setup, tmp_path):
+    topic, log = setup
+    first = staged_batch(topic, 0, records(["a"]))
+    log.decide(first)
+    successor = TransactionLog(str(tmp_path / "txlog"), "app/subtopology-0")
+    successor.register("second")  # a registration is no batch
+    second = staged_batch(topic, 1, records(["b"]))
+    successor.decide(second)
+    assert decided_batches(str(tmp_path / "txlog")) == [first, second]

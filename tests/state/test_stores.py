@@ -1,5 +1,6 @@
 import pytest
 
+from conf.errors import StateStoreError
 from state import ChangeLoggingStore, ChangelogEntry, InMemoryKeyValueStore, RocksDBKeyValueStore, TimeKeyedStore, apply_changelog
 
 
@@ -43,7 +44,9 @@ def test_changelogging_store_keeps_writes_pending_until_commit(make_store):
     store.put(b"j", b"x")
     store.delete(b"j")
     assert store.changelog() == [ChangelogEntry(b"k", b"v1"), ChangelogEntry(b"j", None)]
-    store.commit()
+    committed = store.changelog()  # the commit: pending writes reach the store only as changelog
+    store.abort()
+    store.restore(committed)
     assert inner.get(b"k") == b"v1" and store.changelog() == []
 
 
@@ -67,8 +70,10 @@ def test_store_rebuilt_from_its_changelog_equals_the_original(make_store):
         windows.stream_time = batch * 1000
         for start, suffix, _ in list(windows.up_to(batch * 1000 - 1500)):
             windows.delete(start, suffix)
-        changelog.extend(original.changelog())
-        original.commit()
+        committed = original.changelog()
+        changelog.extend(committed)
+        original.abort()
+        original.restore(committed)
     rebuilt = make_store("rebuilt")
     apply_changelog(rebuilt, changelog)
     assert list(rebuilt.range()) == list(original.inner.range())
@@ -91,3 +96,13 @@ def test_rocksdb_store_survives_reopening(tmp_path):
     again = RocksDBKeyValueStore("s", tmp_path / "db")
     assert again.get(b"k") == b"v" and again.get_meta("offset") == b"12"
     again.close()
+
+
+def test_a_store_with_pending_writes_refuses_to_restore_committed_entries(make_store):
+    store = ChangeLoggingStore(make_store())
+    store.put(b"k", b"pending")
+    with pytest.raises(StateStoreError, match="1 pending changes: abort\\(\\) them before restoring"):
+        store.restore([ChangelogEntry(b"k", b"committed")])
+    store.abort()
+    assert store.restore([ChangelogEntry(b"k", b"committed")], meta={"applied": b"1"}) == 1
+    assert store.get(b"k") == b"committed" and store.get_meta("applied") == b"1"

@@ -1,4 +1,4 @@
-"""The examples in the public modules' docstrings run (STYLE: examples run under doctest)."""
+"""The examples in the public modules' docstrings run, so they stay true."""
 
 import doctest
 

@@ -65,3 +65,55 @@ def test_map_values_accepts_value_only_and_key_value_functions():
     with TopologyTestDriver(builder.build()) as driver:
         driver.pipe_input("in", "a", 1, timestamp=5)
         assert [(r.key, r.value, r.timestamp) for r in driver.read_output("out")] == [("a", "a:2", 5)]
+
+
+def test_builtins_are_value_mappers_where_kafka_takes_a_value_mapper():
+    from streams import TopologyTestDriver
+
+    builder = StreamsBuilder()
+    source = builder.stream("in")
+    source.map_values(str).to("as-text")
+    source.map_values(abs).to("absolute")
+    source.map_values(str).map_values(len).to("digits")
+    source.map_values(float).to("as-float")
+    with TopologyTestDriver(builder.build()) as driver:
+        driver.pipe_input("in", "k", -12, timestamp=1)
+        assert [r.value for r in driver.read_output("as-text")] == ["-12"]
+        assert [r.value for r in driver.read_output("absolute")] == [12]
+        assert [r.value for r in driver.read_output("digits")] == [3]
+        assert [r.value for r in driver.read_output("as-float")] == [-12.0]
+        assert driver.dead_letters() == []
+
+
+def test_key_value_builtins_still_get_the_key_and_the_value():
+    from streams import TopologyTestDriver
+
+    seen = []
+    builder = StreamsBuilder()
+    builder.stream("in").peek(lambda *record: seen.append(record)).to("out")
+    with TopologyTestDriver(builder.build()) as driver:
+        driver.pipe_input("in", "k", 1, timestamp=1)
+    assert seen == [("k", 1)]
+
+
+def test_functions_whose_arity_cannot_fit_are_refused_at_build_time():
+    stream = StreamsBuilder().stream("in")
+    with pytest.raises(TopologyError, match=r"map_values\(\) takes a function of \(value\) or \(key, value\).*takes 3"):
+        stream.map_values(lambda a, b, c: a)
+    with pytest.raises(TopologyError, match=r"filter\(\) takes a function of \(key, value\).*takes 1 positional argument$"):
+        stream.filter(lambda value: True)
+    with pytest.raises(TopologyError, match="requires keyword arguments flag"):
+        stream.map_values(lambda value, *, flag: value)
+    grouped = stream.group_by_key()
+    with pytest.raises(TopologyError, match=r"reduce\(\) calls reducer\(aggregate, value\), but '.*<lambda>' takes 1 positional argument"):
+        grouped.reduce(lambda value: value)
+    with pytest.raises(TopologyError, match=r"aggregate\(\) calls initializer\(\), but .* takes 1 positional argument"):
+        grouped.aggregate(lambda seed: seed, lambda k, v, a: a)
+    with pytest.raises(TopologyError, match=r"aggregate\(\) calls aggregator\(key, value, aggregate\), but .* takes 2"):
+        grouped.aggregate(list, lambda v, a: a)
+
+
+def test_a_callable_with_an_optional_second_argument_fits_key_value_slots():
+    stream = StreamsBuilder().stream("in")
+    stream.filter(lambda key, value=None: True)  # accepted: callable as (key, value)
+    stream.group_by_key().reduce(max)  # a built-in without a readable signature is not refused

@@ -5,6 +5,12 @@ previous aggregate timestamp)``. With caching on, only the last revision per win
 commit is emitted, in the order the windows were last updated (the order Kafka's cache flushes);
 with caching off, one revision per input record (and window), in input order.
 
+Null semantics are Kafka's: a record with a null value is skipped and counted as dropped (it
+neither counts nor reaches a reducer or aggregator); an aggregate that becomes null is deleted
+from the store (a tombstone in the changelog), so the key's next record starts afresh (from its
+value for ``reduce``, from ``initializer()`` for ``aggregate``). A record with a null key goes to
+the dead-letter topic (Kafka drops it; see docs/differences-from-kafka.md).
+
 ``count`` is vectorised end to end. ``reduce`` and ``aggregate`` call the user's function once per
 record in offset order, which their contract requires; everything around the call (windows,
 lateness, grouping, store reads and writes) stays vectorised.
@@ -21,22 +27,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sinks.serde import key_bytes
-from state import ChangeLoggingStore, TimeKeyedStore
-from streams._internal.processing.flow import KEY, BadRecords, Flow, flow_schema, infer_array
+from sinks.serde import key_bytes, key_bytes_of
+from state import ReadOnlyKeyValueStore, ReadOnlyWindowStore, TimeKeyedStore
+from streams._internal.processing.flow import BadRecords, Flow, flow_schema, infer_array
+from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.windowing import assign_windows, segmented_running_max
 from topology.nodes import AggregateNode, AggregationKind
+from topology.records import KEY, VALUE
 
 _COUNT = struct.Struct(">qq")
-
-
-@dataclass(frozen=True)
-class AggregateOutput:
-    revisions: Flow
-    dropped: int
-    """(record, window) pairs dropped as too late (Kafka's dropped-records sensor)."""
-    late: Flow
-    """Records dropped for every window they belong to."""
 
 
 @dataclass(frozen=True)
@@ -52,23 +51,24 @@ class _Pairs:
     store_keys: list[Any]
 
 
-class AggregateProcessor:
+class AggregateOperator(Operator, node=AggregateNode):
     """Runs one :class:`AggregateNode` for one task against its store."""
 
-    def __init__(self, node: AggregateNode, store: ChangeLoggingStore, caching: bool) -> None:
-        self.node = node
+    node: AggregateNode
+
+    def __init__(self, node: AggregateNode, parents: tuple[str, ...], build: BuildContext) -> None:
+        super().__init__(node, parents, build)
         self.windows = node.windows
-        self.caching = caching
-        self.kv = store
-        self.window_store = TimeKeyedStore(store) if node.windows is not None else None
+        self.caching = build.caching
+        self.kv = build.stores[node.store]
+        self.window_store = TimeKeyedStore(self.kv) if node.windows is not None else None
 
     @property
     def windowed(self) -> bool:
         return self.windows is not None
 
-    @property
-    def stream_time(self) -> int | None:
-        return self.window_store.stream_time if self.window_store is not None else None
+    def store_view(self) -> ReadOnlyKeyValueStore | ReadOnlyWindowStore:
+        return _WindowView(self) if self.windowed else _KeyValueView(self)
 
     # -- store values -------------------------------------------------------------------------
 
@@ -84,10 +84,16 @@ class AggregateProcessor:
             return _COUNT.pack(int(value), int(timestamp))
         return pickle.dumps((value, int(timestamp)), protocol=5)
 
-    def _put(self, store_key: Any, value: bytes) -> None:
+    def _put(self, store_key: Any, value: bytes | None) -> None:
+        """Store an encoded aggregate; None deletes it (Kafka's put of a null aggregate)."""
         if self.window_store is not None:
             start, kb = store_key
-            self.window_store.put(start, kb, value)
+            if value is None:
+                self.window_store.delete(start, kb)
+            else:
+                self.window_store.put(start, kb, value)
+        elif value is None:
+            self.kv.delete(store_key)
         else:
             self.kv.put(store_key, value)
 
@@ -98,18 +104,21 @@ class AggregateProcessor:
 
     # -- processing ---------------------------------------------------------------------------
 
-    def process(self, flow: Flow, bad: BadRecords) -> AggregateOutput:
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
         keys = flow.table.column(KEY)
         if keys.null_count:
             null = np.asarray(keys.is_null())
             seqs, values = flow.seqs, flow.values()
             for i in np.flatnonzero(null):
-                bad.reject(seqs[i], self.node.name, "null key: aggregations group by key", None, values[i])
+                context.bad.reject(seqs[i], self.name, "null key: aggregations group by key", None, values[i])
             flow = flow.filter(~null)
-        value_type = pa.int64() if self.node.aggregation.kind is AggregationKind.COUNT else pa.null()
-        empty = AggregateOutput(Flow.empty(flow.key_type, value_type, self.windowed), 0, flow.take([]))
+        null_values = flow.table.column(VALUE).null_count
+        if null_values:
+            context.drop(null_values)
+            flow = flow.filter(np.asarray(flow.table.column(VALUE).is_valid()))
         if len(flow) == 0:
-            return empty
+            value_type = pa.int64() if self.node.aggregation.kind is AggregationKind.COUNT else pa.null()
+            return Flow.empty(flow.key_type, value_type, self.windowed)
 
         timestamps = flow.timestamps
         if self.window_store is not None:
@@ -132,17 +141,19 @@ class AggregateProcessor:
         if self.node.aggregation.kind is AggregationKind.COUNT:
             revisions = self._count(flow, pairs, previous, key_index, distinct_keys)
         else:
-            revisions = self._fold(flow, pairs, previous, key_index, distinct_keys, bad)
+            revisions = self._fold(flow, pairs, previous, key_index, distinct_keys, context.bad)
 
         dropped = int(late.sum())
-        late_records = flow.take([])
         if dropped:
+            # (record, window) pairs, as Kafka's sensor counts; the late-records topic gets the
+            # records too late for every window they belong to.
+            context.drop(dropped)
             updates = np.bincount(record[kept], minlength=len(flow))
             windows_per_record = np.bincount(record, minlength=len(flow))
-            late_records = flow.filter((windows_per_record > 0) & (updates == 0))
+            context.emit_late(flow.filter((windows_per_record > 0) & (updates == 0)))
         if self.window_store is not None:
             self._advance(int(assignment.final_stream_time))
-        return AggregateOutput(revisions, dropped, late_records)
+        return revisions
 
     def _group(self, record, start, end, key_index, distinct_bytes) -> _Pairs:
         if len(record) == 0:
@@ -215,7 +226,7 @@ class AggregateProcessor:
         seqs = flow.seqs
         state: list[Any] = [p[0] if p else None for p in previous]
         stamps: list[int] = [p[1] if p else np.iinfo(np.int64).min for p in previous]
-        present = [p is not None for p in previous]
+        present = [p is not None and p[0] is not None for p in previous]
         touched_at = np.full(len(previous), -1, dtype=np.int64)
         emitted_rows: list[int] = []
         emitted_values: list[Any] = []
@@ -233,17 +244,19 @@ class AggregateProcessor:
                     new = aggregation.function(key, value, current)
             except Exception as e:  # noqa: BLE001 - a failing record is rejected, the batch goes on
                 rejected.add(r)
-                bad.reject(seqs[r], self.node.name, f"{getattr(aggregation.function, '__qualname__', aggregation.function)} raised {type(e).__name__}: {e}", key, value, error=e)
+                bad.reject(seqs[r], self.name, f"{getattr(aggregation.function, '__qualname__', aggregation.function)} raised {type(e).__name__}: {e}", key, value, error=e)
                 continue
-            state[g], present[g] = new, True
-            stamps[g] = max(stamps[g], int(timestamps[r]))
+            # A null aggregate is no aggregate (Kafka deletes it): the next record starts afresh,
+            # and the revision carries this record's timestamp.
+            stamps[g] = max(stamps[g], int(timestamps[r])) if present[g] else int(timestamps[r])
+            state[g], present[g] = new, new is not None
             touched_at[g] = j
             if not self.caching:
                 emitted_rows.append(j)
                 emitted_values.append(new)
                 emitted_ts.append(stamps[g])
         for g in np.flatnonzero(touched_at >= 0):
-            self._put(pairs.store_keys[g], self._encode(state[g], stamps[g]))
+            self._put(pairs.store_keys[g], None if state[g] is None else self._encode(state[g], stamps[g]))
         if self.caching:
             order = [int(g) for g in np.argsort(touched_at, kind="stable") if touched_at[g] >= 0]
             emitted_rows = [int(touched_at[g]) for g in order]
@@ -251,7 +264,7 @@ class AggregateProcessor:
             emitted_ts = [stamps[g] for g in order]
         array, misfits = infer_array(emitted_values, None)
         if misfits:
-            raise TypeError(f"{self.node.name}: aggregate values of different types cannot form one table: {emitted_values[misfits[0]]!r}")
+            raise TypeError(f"{self.name}: aggregate values of different types cannot form one table: {emitted_values[misfits[0]]!r}")
         return self._revisions(flow, pairs, np.asarray(emitted_rows, dtype=np.int64), array, np.asarray(emitted_ts, dtype=np.int64), key_index, distinct_keys)
 
     def _advance(self, stream_time: int) -> None:
@@ -264,3 +277,31 @@ class AggregateProcessor:
         horizon = stream_time - self.windows.size_ms - self.windows.grace_ms
         for start, suffix, _ in list(store.up_to(horizon)):
             store.delete(start, suffix)
+
+
+class _KeyValueView:
+    """Read-only access to a key-value aggregation's store (Kafka's ``getKeyValueStore``)."""
+
+    def __init__(self, operator: AggregateOperator) -> None:
+        self._operator = operator
+        self.name = operator.node.store
+
+    def get(self, key: Any) -> Any:
+        """The aggregate of ``key``, or None."""
+        raw = self._operator.kv.get(key_bytes_of(key, pa.array([key]).type))
+        decoded = self._operator._decode(raw)
+        return None if decoded is None else decoded[0]
+
+
+class _WindowView:
+    """Read-only access to a windowed aggregation's store (Kafka's ``getWindowStore``)."""
+
+    def __init__(self, operator: AggregateOperator) -> None:
+        self._operator = operator
+        self.name = operator.node.store
+
+    def fetch(self, key: Any, window_start: int) -> Any:
+        """The aggregate of ``key`` in the window starting at ``window_start``, or None."""
+        raw = self._operator.window_store.get(window_start, key_bytes_of(key, pa.array([key]).type))
+        decoded = self._operator._decode(raw)
+        return None if decoded is None else decoded[0]

@@ -17,16 +17,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from sinks.serde import json_default
 from conf.errors import ProcessingError, RecordError
-from streams.records import Windowed
+from sinks.serde import json_default
+from topology.records import KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START, Windowed
 
 SEQ = "_seq"
-TIMESTAMP = "timestamp"
-WINDOW_START = "window_start"
-WINDOW_END = "window_end"
-KEY = "key"
-VALUE = "value"
 
 
 def flow_schema(key_type: pa.DataType, value_type: pa.DataType, windowed: bool) -> pa.Schema:

@@ -1,4 +1,5 @@
-"""Stateless operators over a flow: filter, map, map_values, flat_map, select_key, peek.
+"""Stateless operators over a flow: filter, map, map_values, flat_map, select_key, peek, the
+null-key filter before a repartition topic, to_stream, and sinks.
 
 User functions are called once per record, in order: that is their contract. A function that
 raises, or returns something that does not fit the stream's type, rejects that record (to the
@@ -7,17 +8,27 @@ dead-letter topic, or failing the job); the other records go on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 from pyarrow import acero
 
-from streams._internal.processing.flow import SEQ, TIMESTAMP, BadRecords, Flow, flow_schema, infer_array
-from streams.records import Windowed
+from streams._internal.processing.flow import SEQ, BadRecords, Flow, flow_schema, infer_array
+from streams._internal.processing.operator import Operator, ProcessContext
 from topology.functions import UserFunction
-from topology.nodes import FilterNode, FlatMapNode, MapNode, MapValuesNode, Node, NullKeyFilterNode, PeekNode, SelectKeyNode
+from topology.nodes import (
+    FilterNode,
+    FlatMapNode,
+    MapNode,
+    MapValuesNode,
+    NullKeyFilterNode,
+    PeekNode,
+    SelectKeyNode,
+    SinkNode,
+    ToStreamNode,
+)
+from topology.records import KEY, TIMESTAMP, VALUE, Windowed
 
 
 def _describe_error(fn: UserFunction, error: BaseException) -> str:
@@ -80,36 +91,64 @@ def _evaluate(node: str, fn: UserFunction, flow: Flow, bad: BadRecords) -> tuple
         return _project(_expression_input(flow), expressions), flow
 
 
-def run_filter(node: FilterNode, flow: Flow, bad: BadRecords) -> Flow:
-    if node.predicate.is_arrow:
-        (mask,), flow = _evaluate(node.name, node.predicate, flow, bad)
-        mask = mask.combine_chunks()
-        unknown = np.asarray(mask.is_null())
-        if unknown.any():  # a null predicate (a missing field) is a bad record, not a "no"
-            seqs = flow.seqs
-            for i in np.flatnonzero(unknown):
-                bad.reject(seqs[i], node.name, f"{node.predicate.describe()} is null for this record (a missing field?)", flow.keys()[i], flow.values()[i])
-        keep = (np.asarray(mask.fill_null(node.negate)) != node.negate) & ~unknown
+class FilterOperator(Operator, node=FilterNode):
+    node: FilterNode
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        predicate, negate, bad = self.node.predicate, self.node.negate, context.bad
+        if predicate.is_arrow:
+            (mask,), flow = _evaluate(self.name, predicate, flow, bad)
+            mask = mask.combine_chunks()
+            unknown = np.asarray(mask.is_null())
+            if unknown.any():  # a null predicate (a missing field) is a bad record, not a "no"
+                seqs = flow.seqs
+                for i in np.flatnonzero(unknown):
+                    bad.reject(seqs[i], self.name, f"{predicate.describe()} is null for this record (a missing field?)", flow.keys()[i], flow.values()[i])
+            keep = (np.asarray(mask.fill_null(negate)) != negate) & ~unknown
+            return flow.filter(keep)
+        results, ok = _call_each(self.name, predicate, flow, bad)
+        keep = np.fromiter((bool(r) != negate for r in results), dtype=bool, count=len(results)) & ok
         return flow.filter(keep)
-    results, ok = _call_each(node.name, node.predicate, flow, bad)
-    keep = np.fromiter((bool(r) != node.negate for r in results), dtype=bool, count=len(results)) & ok
-    return flow.filter(keep)
 
 
-def run_null_key_filter(node: NullKeyFilterNode, flow: Flow, bad: BadRecords) -> Flow:
-    keys = flow.table.column("key")
-    if keys.null_count == 0:
+class NullKeyFilterOperator(Operator, node=NullKeyFilterNode):
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        keys = flow.table.column(KEY)
+        if keys.null_count == 0:
+            return flow
+        null = np.asarray(keys.is_null())
+        seqs, values = flow.seqs, flow.values()
+        for i in np.flatnonzero(null):
+            context.bad.reject(seqs[i], self.name, "null key: a record needs a key to be repartitioned (Kafka drops these)", None, values[i])
+        return flow.filter(~null)
+
+
+class PeekOperator(Operator, node=PeekNode):
+    node: PeekNode
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        _, ok = _call_each(self.name, self.node.action, flow, context.bad)
+        return flow if ok.all() else flow.filter(ok)
+
+
+class ToStreamOperator(Operator, node=ToStreamNode):
+    """A table's revisions as a stream: the records are already revisions."""
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
         return flow
-    null = np.asarray(keys.is_null())
-    seqs, values = flow.seqs, flow.values()
-    for i in np.flatnonzero(null):
-        bad.reject(seqs[i], node.name, "null key: a record needs a key to be repartitioned (Kafka drops these)", None, values[i])
-    return flow.filter(~null)
 
 
-def run_peek(node: PeekNode, flow: Flow, bad: BadRecords) -> Flow:
-    _, ok = _call_each(node.name, node.action, flow, bad)
-    return flow if ok.all() else flow.filter(ok)
+class SinkOperator(Operator, node=SinkNode):
+    node: SinkNode
+
+    @property
+    def emits(self) -> tuple[str, ...]:
+        return (self.node.topic,)
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        # Emitted even when empty: the typed empty table tells the runtime the topic's schema.
+        context.emit(self.node.topic, flow)
+        return flow
 
 
 def _typed(node: str, values: list[Any], hint: pa.DataType | None, flow: Flow, bad: BadRecords, what: str) -> tuple[pa.Array, np.ndarray]:
@@ -123,16 +162,20 @@ def _typed(node: str, values: list[Any], hint: pa.DataType | None, flow: Flow, b
     return array, ok
 
 
-def run_map_values(node: MapValuesNode, flow: Flow, bad: BadRecords) -> Flow:
-    if node.mapper.is_arrow:
-        (values,), flow = _evaluate(node.name, node.mapper, flow, bad)
-        return flow.replace(values=values)
-    results, ok = _call_each(node.name, node.mapper, flow, bad)
-    values, fits = _typed(node.name, results, None, flow, bad, "value")
-    ok &= fits
-    out = flow.replace(values=values)
-    out._keys, out._values = flow._keys, results
-    return out if ok.all() else out.filter(ok)
+class MapValuesOperator(Operator, node=MapValuesNode):
+    node: MapValuesNode
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        mapper, bad = self.node.mapper, context.bad
+        if mapper.is_arrow:
+            (values,), flow = _evaluate(self.name, mapper, flow, bad)
+            return flow.replace(values=values)
+        results, ok = _call_each(self.name, mapper, flow, bad)
+        values, fits = _typed(self.name, results, None, flow, bad, "value")
+        ok &= fits
+        out = flow.replace(values=values)
+        out._keys, out._values = flow._keys, results
+        return out if ok.all() else out.filter(ok)
 
 
 def _unwindow(keys: list[Any]) -> tuple[list[Any], list[int] | None, list[int] | None]:
@@ -148,7 +191,7 @@ def _rebuild(node: str, flow: Flow, rows: np.ndarray, new_keys: list[Any], new_v
     plain_keys, starts, ends = _unwindow(new_keys)
     keys, ok = _typed(node, plain_keys, None, child, bad, "key")
     if new_values is None:
-        values_array = child.table.column("value").combine_chunks()
+        values_array = child.table.column(VALUE).combine_chunks()
         values_py = child._values
     else:
         values_array, fits = _typed(node, new_values, None, child, bad, "value")
@@ -165,18 +208,22 @@ def _rebuild(node: str, flow: Flow, rows: np.ndarray, new_keys: list[Any], new_v
 
 def _rekeyed(flow: Flow, keys: pa.ChunkedArray, values: pa.ChunkedArray | None = None) -> Flow:
     """The flow with new keys (and values): window columns no longer apply."""
-    value_column = flow.table.column("value") if values is None else values
+    value_column = flow.table.column(VALUE) if values is None else values
     columns = [flow.table.column(SEQ), flow.table.column(TIMESTAMP), keys, value_column]
     return Flow(pa.table(columns, schema=flow_schema(keys.type, value_column.type, False)), False)
 
 
-def run_select_key(node: SelectKeyNode, flow: Flow, bad: BadRecords) -> Flow:
-    if node.mapper.is_arrow:
-        (keys,), flow = _evaluate(node.name, node.mapper, flow, bad)
-        return _rekeyed(flow, keys)
-    results, ok = _call_each(node.name, node.mapper, flow, bad)
-    rows = np.flatnonzero(ok)
-    return _rebuild(node.name, flow, rows, [results[i] for i in rows], None, bad)
+class SelectKeyOperator(Operator, node=SelectKeyNode):
+    node: SelectKeyNode
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        mapper, bad = self.node.mapper, context.bad
+        if mapper.is_arrow:
+            (keys,), flow = _evaluate(self.name, mapper, flow, bad)
+            return _rekeyed(flow, keys)
+        results, ok = _call_each(self.name, mapper, flow, bad)
+        rows = np.flatnonzero(ok)
+        return _rebuild(self.name, flow, rows, [results[i] for i in rows], None, bad)
 
 
 def _pairs(node: str, fn: UserFunction, produced: Any, seq: int, bad: BadRecords, key: Any, value: Any) -> list[tuple[Any, Any]] | None:
@@ -188,41 +235,38 @@ def _pairs(node: str, fn: UserFunction, produced: Any, seq: int, bad: BadRecords
     return pairs
 
 
-def run_map(node: MapNode, flow: Flow, bad: BadRecords) -> Flow:
-    if node.mapper.is_arrow:
-        (keys, values), flow = _evaluate(node.name, node.mapper, flow, bad)
-        return _rekeyed(flow, keys, values)
-    results, ok = _call_each(node.name, node.mapper, flow, bad)
-    seqs, keys, values = flow.seqs, flow.keys(), flow.values()
-    rows, new_keys, new_values = [], [], []
-    for i in np.flatnonzero(ok):
-        pair = _pairs(node.name, node.mapper, [results[i]], seqs[i], bad, keys[i], values[i])
-        if pair is not None:
-            rows.append(i)
-            new_keys.append(pair[0][0])
-            new_values.append(pair[0][1])
-    return _rebuild(node.name, flow, np.asarray(rows, dtype=np.int64), new_keys, new_values, bad)
+class MapOperator(Operator, node=MapNode):
+    node: MapNode
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        mapper, bad = self.node.mapper, context.bad
+        if mapper.is_arrow:
+            (keys, values), flow = _evaluate(self.name, mapper, flow, bad)
+            return _rekeyed(flow, keys, values)
+        results, ok = _call_each(self.name, mapper, flow, bad)
+        seqs, keys, values = flow.seqs, flow.keys(), flow.values()
+        rows, new_keys, new_values = [], [], []
+        for i in np.flatnonzero(ok):
+            pair = _pairs(self.name, mapper, [results[i]], seqs[i], bad, keys[i], values[i])
+            if pair is not None:
+                rows.append(i)
+                new_keys.append(pair[0][0])
+                new_values.append(pair[0][1])
+        return _rebuild(self.name, flow, np.asarray(rows, dtype=np.int64), new_keys, new_values, bad)
 
 
-def run_flat_map(node: FlatMapNode, flow: Flow, bad: BadRecords) -> Flow:
-    results, ok = _call_each(node.name, node.mapper, flow, bad)
-    seqs, keys, values = flow.seqs, flow.keys(), flow.values()
-    rows, new_keys, new_values = [], [], []
-    for i in np.flatnonzero(ok):
-        pairs = _pairs(node.name, node.mapper, results[i] if results[i] is not None else (), seqs[i], bad, keys[i], values[i])
-        for k, v in pairs or ():
-            rows.append(i)
-            new_keys.append(k)
-            new_values.append(v)
-    return _rebuild(node.name, flow, np.asarray(rows, dtype=np.int64), new_keys, new_values, bad)
+class FlatMapOperator(Operator, node=FlatMapNode):
+    node: FlatMapNode
 
-
-STATELESS: dict[type[Node], Callable[[Any, Flow, BadRecords], Flow]] = {
-    FilterNode: run_filter,
-    NullKeyFilterNode: run_null_key_filter,
-    PeekNode: run_peek,
-    MapValuesNode: run_map_values,
-    SelectKeyNode: run_select_key,
-    MapNode: run_map,
-    FlatMapNode: run_flat_map,
-}
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        mapper, bad = self.node.mapper, context.bad
+        results, ok = _call_each(self.name, mapper, flow, bad)
+        seqs, keys, values = flow.seqs, flow.keys(), flow.values()
+        rows, new_keys, new_values = [], [], []
+        for i in np.flatnonzero(ok):
+            pairs = _pairs(self.name, mapper, results[i] if results[i] is not None else (), seqs[i], bad, keys[i], values[i])
+            for k, v in pairs or ():
+                rows.append(i)
+                new_keys.append(k)
+                new_values.append(v)
+        return _rebuild(self.name, flow, np.asarray(rows, dtype=np.int64), new_keys, new_values, bad)

@@ -15,19 +15,23 @@ import numpy as np
 import pyarrow as pa
 
 from sinks.serde import key_bytes
-from state import ChangeLoggingStore, TimeKeyedStore
-from streams._internal.processing.flow import KEY, VALUE, WINDOW_END, WINDOW_START, Flow, flow_schema, infer_array
+from state import TimeKeyedStore
+from streams._internal.processing.flow import Flow, flow_schema, infer_array
+from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from topology.nodes import SuppressNode
+from topology.records import KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
 
 _START = struct.Struct(">q")
 
 
-class SuppressProcessor:
-    def __init__(self, node: SuppressNode, store: ChangeLoggingStore) -> None:
-        self.node = node
-        self.buffer = TimeKeyedStore(store)
+class SuppressOperator(Operator, node=SuppressNode):
+    node: SuppressNode
 
-    def process(self, revisions: Flow) -> Flow:
+    def __init__(self, node: SuppressNode, parents: tuple[str, ...], build: BuildContext) -> None:
+        super().__init__(node, parents, build)
+        self.buffer = TimeKeyedStore(build.stores[node.store])
+
+    def process(self, revisions: Flow, context: ProcessContext) -> Flow:
         if len(revisions):
             self._buffer(revisions)
         stream_time = self.buffer.stream_time
@@ -42,7 +46,7 @@ class SuppressProcessor:
         ends = table.column(WINDOW_END).to_pylist()
         keys = table.column(KEY).to_pylist()
         values = table.column(VALUE).to_pylist()
-        stamps = table.column("timestamp").to_pylist()
+        stamps = table.column(TIMESTAMP).to_pylist()
         for kb, start, end, key, value, ts in zip(kbytes, starts, ends, keys, values, stamps, strict=True):
             self.buffer.put(end, kb + _START.pack(start), pickle.dumps((key, value, ts, start), protocol=5))
         latest = int(np.max(revisions.timestamps))

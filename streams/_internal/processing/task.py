@@ -1,10 +1,11 @@
-"""The processing core: one sub-topology, one task, one batch. No Spark here.
+"""The processing core: one sub-topology, one task, one batch. No Spark, no files here.
 
 Given a task's input records (per source topic, in offset order) and the task's stores, a
-:class:`TaskProcessor` runs the sub-topology's operators and returns the records to append per
-output topic (with their target partitions), the changelog entries of its stores, the records it
-could not process, and its metrics. One call is one commit: record caching keeps the last revision
-per window within it. The Spark runtime and the test driver both call this same code.
+:class:`TaskProcessor` runs the sub-topology's operators (:mod:`~streams._internal.processing.plan`)
+and returns the records to append per output topic, the changelog entries of its stores, the
+records it could not process, and its metrics. Which partition each record goes to is the record
+collector's decision. One call is one commit: record caching keeps the last revision per window
+within it. The Spark runtime and the test driver both call this same code.
 """
 
 from __future__ import annotations
@@ -15,26 +16,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from state import ChangeLoggingStore, ChangelogEntry
-from streams._internal.processing.aggregate import AggregateProcessor
-from streams._internal.processing.flow import (
-    KEY,
-    SEQ,
-    TIMESTAMP,
-    VALUE,
-    WINDOW_END,
-    WINDOW_START,
-    BadRecords,
-    Flow,
-    concat_flows,
-)
-from streams._internal.processing.stateless import STATELESS
-from streams._internal.processing.suppress import SuppressProcessor
-from conf.errors import TopologyError
-
-REJECTED = "_rejected"
+from state import ChangeLoggingStore, ChangelogEntry, ReadOnlyKeyValueStore, ReadOnlyWindowStore
+from streams._internal.processing.flow import BadRecords, Flow, concat_flows
+from streams._internal.processing.input import SeenInputs
+from streams._internal.processing.operator import BuildContext, ProcessContext
+from streams._internal.processing.plan import plan_task
 from topology.graph import SubTopology, Topology
-from topology.nodes import AggregateNode, SinkNode, SourceNode, SuppressNode, ToStreamNode
+from topology.records import KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
 
 DEAD_LETTER_VALUE = pa.struct(
     [
@@ -69,42 +57,10 @@ class TaskResult:
     changelogs: dict[str, list[ChangelogEntry]] = field(default_factory=dict)
     dead_letters: pa.Table = field(default_factory=DEAD_LETTER_SCHEMA.empty_table)
     dropped_records: int = 0
-    """Records (per window) dropped as too late: ``end + grace <= stream time``."""
+    """Records skipped by design, as Kafka's dropped-records sensor counts them: per window, a
+    record too late for it (``end + grace <= stream time``); a record with a null value reaching
+    an aggregation."""
     processed: int = 0
-
-
-@dataclass
-class _Inputs:
-    """The task's input records, concatenated; ``_seq`` indexes them."""
-
-    topics: list[str] = field(default_factory=list)
-    partitions: list[np.ndarray] = field(default_factory=list)
-    offsets: list[np.ndarray] = field(default_factory=list)
-    timestamps: list[np.ndarray] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
-
-    @property
-    def total(self) -> int:
-        return sum(self.sizes)
-
-    def add(self, topic: str, records: pa.Table) -> int:
-        base = self.total
-        self.topics.append(topic)
-        self.partitions.append(records.column("partition").to_numpy(zero_copy_only=False))
-        self.offsets.append(records.column("offset").to_numpy(zero_copy_only=False))
-        self.timestamps.append(records.column(TIMESTAMP).fill_null(-1).to_numpy(zero_copy_only=False))
-        self.sizes.append(records.num_rows)
-        return base
-
-    def locate(self, seqs: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        bounds = np.cumsum(self.sizes)
-        which = np.searchsorted(bounds, seqs, side="right")
-        within = seqs - (bounds - np.asarray(self.sizes))[which]
-        topics = [self.topics[w] for w in which]
-        partitions = np.array([self.partitions[w][i] for w, i in zip(which, within, strict=True)], dtype=np.int32)
-        offsets = np.array([self.offsets[w][i] for w, i in zip(which, within, strict=True)], dtype=np.int64)
-        stamps = np.array([self.timestamps[w][i] for w, i in zip(which, within, strict=True)], dtype=np.int64)
-        return topics, partitions, offsets, stamps
 
 
 class TaskProcessor:
@@ -122,132 +78,43 @@ class TaskProcessor:
         late_records_topic: str | None = None,
         entry: str | None = None,
     ) -> None:
-        self.topology = topology
         self.subtopology = subtopology
         self.task_id = TaskId(subtopology.id, partition)
         self.stores = stores
-        self.caching = caching
         self.fail_on_bad_record = fail_on_bad_record
         self.late_records_topic = late_records_topic
-        self._processors: dict[str, AggregateProcessor | SuppressProcessor] = {}
-        # With an entry node (the end of a prefix Spark already ran as Catalyst), the inputs are
-        # that node's output and the core runs only what follows it.
-        self.entry = entry
-        self._skipped: frozenset[str] = frozenset()
-        if entry is not None:
-            chain = subtopology.nodes[: subtopology.nodes.index(entry) + 1]
-            self._skipped = frozenset(chain)
-        self._source_topics = tuple(
-            t for n in subtopology.nodes if isinstance(topology.nodes[n], SourceNode) for t in topology.nodes[n].topics
-        )
-        for name in subtopology.nodes:
-            if name in self._skipped:
-                continue
-            node = topology.nodes[name]
-            function = getattr(node, "predicate", None) or getattr(node, "mapper", None) or getattr(node, "action", None)
-            if function is not None and function.is_column:
-                raise TopologyError(
-                    f"{name} uses a Spark Column expression; the engine-independent core (and the "
-                    "TopologyTestDriver) runs Python callables, the Spark runtime compiles Columns to Catalyst",
-                    node=name,
-                )
-            if isinstance(node, AggregateNode):
-                self._processors[name] = AggregateProcessor(node, stores[node.store], caching)
-            elif isinstance(node, SuppressNode):
-                self._processors[name] = SuppressProcessor(node, stores[node.store])
+        plan = plan_task(topology, subtopology, BuildContext(stores, caching), entry=entry)
+        self.inputs = plan.inputs
+        self.operators = plan.operators
 
-    def stream_time(self, node: str) -> int | None:
-        processor = self._processors.get(node)
-        return processor.stream_time if isinstance(processor, AggregateProcessor) else None
+    def store(self, name: str) -> ReadOnlyKeyValueStore | ReadOnlyWindowStore:
+        """A read-only view of the aggregation store ``name``."""
+        for operator in self.operators:
+            view = operator.store_view()
+            if view is not None and view.name == name:
+                return view
+        queryable = sorted(v.name for v in (o.store_view() for o in self.operators) if v is not None)
+        raise KeyError(f"task {self.task_id} has no queryable store named '{name}'; it has {queryable}")
 
     def process(self, inputs: Mapping[str, pa.Table]) -> TaskResult:
         """Run one batch: ``inputs`` maps each source topic (logical name) to its records in
         record form (``partition``, ``offset``, ``timestamp``, ``key``, ``value``), offset order."""
-        bad = BadRecords(self.fail_on_bad_record, str(self.task_id))
-        seen = _Inputs()
-        result = TaskResult()
-        flows: dict[str, Flow] = {}
-        sink_flows: dict[str, list[Flow]] = {}
-        late: list[Flow] = []
-        nodes = self.topology.nodes
-        for name in self.subtopology.nodes:
-            node = nodes[name]
-            if name == self.entry:
-                flows[name] = self._source_flow(name, self._source_topics, inputs, seen, bad)
-                continue
-            if name in self._skipped:
-                continue
-            if isinstance(node, SourceNode):
-                flows[name] = self._source_flow(name, node.topics, inputs, seen, bad)
-                continue
-            flow = concat_flows([flows[p] for p in self.topology.parents[name]])
-            if isinstance(node, AggregateNode):
-                out = self._processors[name].process(flow, bad)
-                result.dropped_records += out.dropped
-                if len(out.late):
-                    late.append(out.late)
-                flow = out.revisions
-            elif isinstance(node, SuppressNode):
-                flow = self._processors[name].process(flow)
-            elif isinstance(node, SinkNode):
-                sink_flows.setdefault(node.topic, []).append(flow)
-            elif isinstance(node, ToStreamNode):
-                pass
-            else:
-                flow = STATELESS[type(node)](node, flow, bad)
-            flows[name] = flow
+        context = ProcessContext(BadRecords(self.fail_on_bad_record, str(self.task_id)))
+        seen = SeenInputs()
+        flows: dict[str, Flow] = {task_input.after: task_input.read(inputs, seen, context.bad) for task_input in self.inputs}
+        for operator in self.operators:
+            flows[operator.name] = operator.process(concat_flows([flows[p] for p in operator.parents]), context)
 
-        for topic, parts in sink_flows.items():
+        result = TaskResult(dropped_records=context.dropped_records, processed=seen.total)
+        for topic, parts in context.outputs.items():
             result.outputs[topic] = _output(concat_flows(parts))
-        if late and self.late_records_topic:
-            result.outputs[self.late_records_topic] = _output(concat_flows(late))
-        result.dead_letters = self._dead_letters(bad, seen)
+        if context.late and self.late_records_topic:
+            result.outputs[self.late_records_topic] = _output(concat_flows(context.late))
+        result.dead_letters = self._dead_letters(context.bad, seen)
         result.changelogs = {name: store.changelog() for name, store in self.stores.items()}
-        result.processed = seen.total
         return result
 
-    def _source_flow(self, node: str, topics: tuple[str, ...], inputs: Mapping[str, pa.Table], seen: _Inputs, bad: BadRecords) -> Flow:
-        parts = []
-        windowed = False
-        for topic in topics:
-            records = inputs.get(topic)
-            if records is None:
-                continue
-            base = seen.add(topic, records)
-            windowed = WINDOW_START in records.column_names
-            columns = {SEQ: pa.array(np.arange(base, base + records.num_rows, dtype=np.int64)), TIMESTAMP: records.column(TIMESTAMP)}
-            if windowed:
-                columns[WINDOW_START] = records.column(WINDOW_START)
-                columns[WINDOW_END] = records.column(WINDOW_END)
-            columns[KEY] = records.column(KEY)
-            columns[VALUE] = records.column(VALUE)
-            parts.append(Flow(pa.table(columns), windowed))
-        flow = concat_flows(parts) if parts else Flow.empty()
-        flow = self._reject_marked(node, topics, inputs, flow, bad)
-        stamps = flow.table.column(TIMESTAMP)
-        invalid = np.asarray(stamps.is_null()) | (stamps.fill_null(-1).to_numpy(zero_copy_only=False) < 0)
-        if invalid.any():
-            seqs, keys, values = flow.seqs, flow.keys(), flow.values()
-            for i in np.flatnonzero(invalid):
-                bad.reject(seqs[i], node, "invalid timestamp: records need a non-negative epoch-ms timestamp", keys[i], values[i])
-            flow = flow.filter(~invalid)
-        return flow
-
-    def _reject_marked(self, node: str, topics, inputs: Mapping[str, pa.Table], flow: Flow, bad: BadRecords) -> Flow:
-        """Records a step before the core (Catalyst) marked bad, in column ``_rejected``."""
-        marks = [inputs[t].column(REJECTED) for t in topics if t in inputs and REJECTED in inputs[t].column_names]
-        if not marks or not len(flow):
-            return flow
-        reasons = pa.chunked_array([c for m in marks for c in m.chunks], pa.string()).combine_chunks()
-        marked = np.asarray(reasons.is_valid())
-        if not marked.any():
-            return flow
-        seqs, keys, values, texts = flow.seqs, flow.keys(), flow.values(), reasons.to_pylist()
-        for i in np.flatnonzero(marked):
-            bad.reject(seqs[i], node, texts[i], keys[i], values[i])
-        return flow.filter(~marked)
-
-    def _dead_letters(self, bad: BadRecords, seen: _Inputs) -> pa.Table:
+    def _dead_letters(self, bad: BadRecords, seen: SeenInputs) -> pa.Table:
         if not len(bad):
             return DEAD_LETTER_SCHEMA.empty_table()
         topics, partitions, offsets, stamps = seen.locate(np.asarray(bad.seqs, dtype=np.int64))

@@ -3,7 +3,8 @@ of a batch read before the processing core takes over (``topology.compile`` deci
 
 from __future__ import annotations
 
-from topology.compile import REJECTED, CompiledSubtopology
+from topology.compile import CompiledSubtopology
+from topology.records import REJECTED
 from topology.graph import Topology
 from topology.nodes import FilterNode, MapValuesNode, SelectKeyNode
 
@@ -16,7 +17,7 @@ def apply_catalyst_steps(compiled: CompiledSubtopology, topology: Topology, fram
     frame = frame.withColumn(REJECTED, F.lit(None).cast("string"))
     for name in compiled.catalyst_steps:
         node = topology.nodes[name]
-        fn = (getattr(node, "predicate", None) or getattr(node, "mapper", None)).fn
+        fn = node.function.fn
         if isinstance(node, FilterNode):
             # A null predicate (a missing field) marks the record bad instead of dropping it;
             # the processing core routes marked records to the dead-letter topic.

@@ -1,0 +1,112 @@
+"""What a task receives, and how it enters the operators.
+
+The input of a sub-topology is decided once, when its operators are built: per source topic,
+records in record form (``partition``, ``offset``, ``timestamp``, [``window_start``,
+``window_end``], ``key``, ``value``) in offset order, as they come out of one node: the source
+node itself, or the last step an engine ran before the core (Spark runs a prefix of Column
+expressions as Catalyst). Records may carry a ``REJECTED`` column: a non-null reason marks a
+record that step found bad, which goes to the dead-letter topic. Every record gets a ``_seq``
+(its index among the task's inputs), so dead letters can name its topic, partition and offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from streams._internal.processing.flow import SEQ, BadRecords, Flow, concat_flows
+from topology.records import KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
+
+
+@dataclass
+class SeenInputs:
+    """The task's input records, concatenated in the order they were read; ``_seq`` indexes them."""
+
+    topics: list[str] = field(default_factory=list)
+    partitions: list[np.ndarray] = field(default_factory=list)
+    offsets: list[np.ndarray] = field(default_factory=list)
+    timestamps: list[np.ndarray] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(self.sizes)
+
+    def add(self, topic: str, records: pa.Table) -> int:
+        """Remember ``records``; returns the ``_seq`` of the first."""
+        base = self.total
+        self.topics.append(topic)
+        self.partitions.append(records.column("partition").to_numpy(zero_copy_only=False))
+        self.offsets.append(records.column("offset").to_numpy(zero_copy_only=False))
+        self.timestamps.append(records.column(TIMESTAMP).fill_null(-1).to_numpy(zero_copy_only=False))
+        self.sizes.append(records.num_rows)
+        return base
+
+    def locate(self, seqs: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Topic, partition, offset and timestamp of the input records ``seqs``."""
+        bounds = np.cumsum(self.sizes)
+        which = np.searchsorted(bounds, seqs, side="right")
+        within = seqs - (bounds - np.asarray(self.sizes))[which]
+        topics = [self.topics[w] for w in which]
+        partitions = np.array([self.partitions[w][i] for w, i in zip(which, within, strict=True)], dtype=np.int32)
+        offsets = np.array([self.offsets[w][i] for w, i in zip(which, within, strict=True)], dtype=np.int64)
+        stamps = np.array([self.timestamps[w][i] for w, i in zip(which, within, strict=True)], dtype=np.int64)
+        return topics, partitions, offsets, stamps
+
+
+@dataclass(frozen=True)
+class TaskInput:
+    """Records of ``topics`` as they come out of node ``after``."""
+
+    after: str
+    topics: tuple[str, ...]
+
+    def read(self, inputs: Mapping[str, pa.Table], seen: SeenInputs, bad: BadRecords) -> Flow:
+        """The flow of this input's records in ``inputs``; marked records and records with an
+        invalid timestamp go to ``bad``."""
+        parts = []
+        marks = []
+        for topic in self.topics:
+            records = inputs.get(topic)
+            if records is None:
+                continue
+            base = seen.add(topic, records)
+            windowed = WINDOW_START in records.column_names
+            columns = {SEQ: pa.array(np.arange(base, base + records.num_rows, dtype=np.int64)), TIMESTAMP: records.column(TIMESTAMP)}
+            if windowed:
+                columns[WINDOW_START] = records.column(WINDOW_START)
+                columns[WINDOW_END] = records.column(WINDOW_END)
+            columns[KEY] = records.column(KEY)
+            columns[VALUE] = records.column(VALUE)
+            parts.append(Flow(pa.table(columns), windowed))
+            if REJECTED in records.column_names:
+                marks.append(records.column(REJECTED))
+        flow = concat_flows(parts) if parts else Flow.empty()
+        if marks:
+            flow = self._reject_marked(flow, marks, bad)
+        return self._reject_invalid_timestamps(flow, bad)
+
+    def _reject_marked(self, flow: Flow, marks: list[pa.ChunkedArray], bad: BadRecords) -> Flow:
+        if not len(flow):
+            return flow
+        reasons = pa.chunked_array([c for m in marks for c in m.chunks], pa.string()).combine_chunks()
+        marked = np.asarray(reasons.is_valid())
+        if not marked.any():
+            return flow
+        seqs, keys, values, texts = flow.seqs, flow.keys(), flow.values(), reasons.to_pylist()
+        for i in np.flatnonzero(marked):
+            bad.reject(seqs[i], self.after, texts[i], keys[i], values[i])
+        return flow.filter(~marked)
+
+    def _reject_invalid_timestamps(self, flow: Flow, bad: BadRecords) -> Flow:
+        stamps = flow.table.column(TIMESTAMP)
+        invalid = np.asarray(stamps.is_null()) | (stamps.fill_null(-1).to_numpy(zero_copy_only=False) < 0)
+        if not invalid.any():
+            return flow
+        seqs, keys, values = flow.seqs, flow.keys(), flow.values()
+        for i in np.flatnonzero(invalid):
+            bad.reject(seqs[i], self.after, "invalid timestamp: records need a non-negative epoch-ms timestamp", keys[i], values[i])
+        return flow.filter(~invalid)

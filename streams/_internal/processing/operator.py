@@ -1,0 +1,100 @@
+"""Operators: the runnable form of a topology node, built for one task.
+
+Compiling a sub-topology for the core yields a list of operators in topological order (see
+:mod:`streams._internal.processing.plan`); the task walks them, handing each the concatenation
+of its parents' outputs. An operator has one entry point, ``process(flow, context) -> flow``;
+declares the stores it uses (``stores``) and the topics it writes records to (``emits``); and
+reports everything besides its output flow through the :class:`ProcessContext`: records for a
+topic, records too late for any window, dropped-record counts, bad records. It never partitions,
+writes files or talks to an engine: the core is pure.
+
+An operator class names the node type it runs (``class FilterOperator(Operator, node=FilterNode)``)
+and is found by it: a new kind of node needs one new class, nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from conf.errors import TopologyError
+from state import ChangeLoggingStore
+from streams._internal.processing.flow import BadRecords, Flow
+from topology.nodes import Node
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What building a task's operators needs beyond the nodes."""
+
+    stores: Mapping[str, ChangeLoggingStore]
+    """The task's stores, by name."""
+    caching: bool
+    """Emit only the last revision per window (or key) of a batch."""
+
+
+@dataclass
+class ProcessContext:
+    """What operators report during one batch, besides their output flows."""
+
+    bad: BadRecords
+    outputs: dict[str, list[Flow]] = field(default_factory=dict)
+    late: list[Flow] = field(default_factory=list)
+    dropped_records: int = 0
+
+    def emit(self, topic: str, flow: Flow) -> None:
+        """Records for ``topic`` (logical name), in the order the task produced them."""
+        self.outputs.setdefault(topic, []).append(flow)
+
+    def emit_late(self, flow: Flow) -> None:
+        """Records too late for every window they belong to (for the late-records topic)."""
+        if len(flow):
+            self.late.append(flow)
+
+    def drop(self, count: int) -> None:
+        """Records skipped by design (Kafka's dropped-records sensor)."""
+        self.dropped_records += count
+
+
+class Operator:
+    """One node of a sub-topology, ready to process a task's batches."""
+
+    node_type: ClassVar[type[Node]]
+    _by_node_type: ClassVar[dict[type[Node], type[Operator]]] = {}
+
+    def __init_subclass__(cls, *, node: type[Node], **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if node in Operator._by_node_type:
+            raise TypeError(f"{node.__name__} already runs as {Operator._by_node_type[node].__name__}")
+        cls.node_type = node
+        Operator._by_node_type[node] = cls
+
+    @staticmethod
+    def for_node(node: Node, parents: tuple[str, ...], build: BuildContext) -> Operator:
+        operator = Operator._by_node_type.get(type(node))
+        if operator is None:
+            raise TopologyError(f"{node.name}: the processing core cannot run {type(node).__name__} nodes", node=node.name)
+        return operator(node, parents, build)
+
+    def __init__(self, node: Node, parents: tuple[str, ...], build: BuildContext) -> None:
+        self.node = node
+        self.name = node.name
+        self.parents = parents
+        """Operators (or the task's input) whose outputs this operator consumes."""
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return self.node.stores
+
+    @property
+    def emits(self) -> tuple[str, ...]:
+        """Topics this operator writes records to."""
+        return ()
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        raise NotImplementedError
+
+    def store_view(self) -> object | None:
+        """A read-only view of this operator's store, for queries, if it has one."""
+        return None

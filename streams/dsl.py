@@ -1,0 +1,248 @@
+"""The DSL's handles: KStream, KGroupedStream, TimeWindowedKStream and KTable.
+
+Each method adds nodes to the graph and returns a new, immutable handle; nothing runs here. The
+handles refer to one another (a stream groups into a grouped stream, which aggregates into a
+table, whose changes are a stream), which is why they share this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from conf.errors import TopologyError
+from streams.windows import Suppressed, TimeWindows
+from topology.functions import FunctionKind, check_callable, user_function
+from topology.graph import GraphBuilder
+from topology.nodes import (
+    AggregateNode,
+    Aggregation,
+    AggregationKind,
+    FilterNode,
+    FlatMapNode,
+    MapNode,
+    MapValuesNode,
+    PeekNode,
+    SelectKeyNode,
+    SinkNode,
+    SuppressNode,
+    ToStreamNode,
+    Windows,
+)
+
+_AGGREGATE_PREFIX = {
+    AggregationKind.COUNT: "KSTREAM-AGGREGATE",
+    AggregationKind.AGGREGATE: "KSTREAM-AGGREGATE",
+    AggregationKind.REDUCE: "KSTREAM-REDUCE",
+}
+
+
+@dataclass(frozen=True)
+class KStream:
+    """A stream of key-value records."""
+
+    _graph: GraphBuilder
+    _node: str
+    _repartition_required: bool = False
+    """An earlier step changed the key: aggregating must repartition first."""
+
+    def _then(self, node, *, changes_key: bool = False) -> KStream:
+        return KStream(self._graph, self._graph.add(node, [self._node]), self._repartition_required or changes_key)
+
+    def _name(self, name: str | None, prefix: str) -> str:
+        return name if name is not None else self._graph.processor_name(prefix)
+
+    # -- stateless --------------------------------------------------------------------------
+
+    def filter(self, predicate: Callable[[Any, Any], bool] | Any, *, name: str | None = None) -> KStream:
+        """Keep records for which ``predicate(key, value)`` is true (or a boolean Column)."""
+        fn = user_function(predicate, operator="filter")
+        return self._then(FilterNode(self._name(name, "KSTREAM-FILTER"), fn))
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool] | Any, *, name: str | None = None) -> KStream:
+        """Drop records for which ``predicate(key, value)`` is true."""
+        fn = user_function(predicate, operator="filter_not")
+        return self._then(FilterNode(self._name(name, "KSTREAM-FILTER"), fn, negate=True))
+
+    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]] | Any, *, name: str | None = None) -> KStream:
+        """New key and value: ``mapper(key, value) -> (key, value)``, or a pair of Columns.
+        Changes the key, so a later grouping repartitions."""
+        fn = user_function(mapper, operator="map", columns=2)
+        return self._then(MapNode(self._name(name, "KSTREAM-MAP"), fn), changes_key=True)
+
+    def map_values(self, mapper: Callable[..., Any] | Any, *, name: str | None = None) -> KStream:
+        """New value: ``mapper(value)`` (Kafka's ValueMapper; built-ins such as ``str`` or ``len``
+        too) or ``mapper(key, value)``, or a Column. Keeps the key."""
+        fn = user_function(mapper, operator="map_values", value_only_allowed=True)
+        return self._then(MapValuesNode(self._name(name, "KSTREAM-MAPVALUES"), fn))
+
+    def flat_map(self, mapper: Callable[[Any, Any], Any], *, name: str | None = None) -> KStream:
+        """Zero or more records per record: ``mapper(key, value) -> iterable of (key, value)``."""
+        fn = user_function(mapper, operator="flat_map")
+        if fn.kind is not FunctionKind.PYTHON:
+            raise TopologyError("flat_map() takes a Python callable; expressions are not supported", node="flat_map")
+        return self._then(FlatMapNode(self._name(name, "KSTREAM-FLATMAP"), fn), changes_key=True)
+
+    def select_key(self, mapper: Callable[[Any, Any], Any] | Any, *, name: str | None = None) -> KStream:
+        """New key: ``mapper(key, value)`` or a Column. Changes the key."""
+        fn = user_function(mapper, operator="select_key")
+        return self._then(SelectKeyNode(self._name(name, "KSTREAM-KEY-SELECT"), fn), changes_key=True)
+
+    def peek(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> KStream:
+        """Call ``action(key, value)`` for every record (side effects only)."""
+        fn = user_function(action, operator="peek")
+        if fn.kind is not FunctionKind.PYTHON:
+            raise TopologyError("peek() takes a Python callable", node="peek")
+        return self._then(PeekNode(self._name(name, "KSTREAM-PEEK"), fn))
+
+    # -- repartitioning and grouping ----------------------------------------------------------
+
+    def repartition(self, *, name: str | None = None) -> KStream:
+        """Route records through a repartition topic (by their current key): a sub-topology
+        boundary. The topic is ``<application_id>-<name>-repartition``."""
+        prefix = name if name is not None else self._graph.processor_name("KSTREAM-REPARTITION")
+        source = self._graph.add_repartition(self._node, prefix, user_named=name is not None)
+        return KStream(self._graph, source)
+
+    def group_by_key(self, *, name: str | None = None) -> KGroupedStream:
+        """Group by the current key. If an earlier step changed the key, aggregating inserts a
+        repartition topic named after ``name`` (else after the store)."""
+        return KGroupedStream(self._graph, self._node, self._repartition_required, name)
+
+    def group_by(self, selector: Callable[[Any, Any], Any] | Any, *, name: str | None = None) -> KGroupedStream:
+        """Group by a new key ``selector(key, value)``: ``select_key`` then ``group_by_key``."""
+        return self.select_key(selector, name=name).group_by_key(name=name)
+
+    # -- sinks --------------------------------------------------------------------------------
+
+    def to(
+        self,
+        topic: str,
+        *,
+        key_column: str = "key",
+        value_column: str = "value",
+        name: str | None = None,
+    ) -> None:
+        """Write to ``topic``. If the application creates it, the key goes to column
+        ``key_column``, a scalar value to ``value_column`` (struct values: one column per field)."""
+        if not isinstance(topic, str) or not topic:
+            raise TopologyError(f"to() takes a topic name, got {topic!r}", node="to")
+        node = SinkNode(self._name(name, "KSTREAM-SINK"), topic, key_column=key_column, value_column=value_column)
+        self._graph.add(node, [self._node])
+
+    # -- misuse -------------------------------------------------------------------------------
+
+    def _needs_grouping(self, operator: str) -> TopologyError:
+        return TopologyError(
+            f"{operator}() aggregates a grouped stream: call group_by_key() or group_by(...) first", node=operator
+        )
+
+    def count(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._needs_grouping("count")
+
+    def reduce(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._needs_grouping("reduce")
+
+    def aggregate(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._needs_grouping("aggregate")
+
+    def windowed_by(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._needs_grouping("windowed_by")
+
+
+@dataclass(frozen=True)
+class _Grouped:
+    _graph: GraphBuilder
+    _node: str
+    _repartition_required: bool
+    _group_name: str | None
+
+    def _aggregate(self, aggregation: Aggregation, windows: Windows | None, name: str | None) -> KTable:
+        prefix = _AGGREGATE_PREFIX[aggregation.kind]
+        # Kafka's order: the store name takes a counter value first, then the processor, then
+        # the repartition nodes.
+        store = name if name is not None else self._graph.store_name(prefix)
+        processor = self._graph.processor_name(prefix)
+        parent = self._node
+        if self._repartition_required:
+            repartition_prefix = self._group_name if self._group_name is not None else store
+            user_named = self._group_name is not None or name is not None
+            parent = self._graph.add_repartition(parent, repartition_prefix, user_named=user_named)
+        self._graph.add(AggregateNode(processor, store, aggregation, windows), [parent])
+        return KTable(self._graph, processor, windows)
+
+    def count(self, *, name: str | None = None) -> KTable:
+        """Count records per key (per window, if windowed) into store ``name``. Records with a
+        null value are skipped and counted as dropped, as in Kafka."""
+        return self._aggregate(Aggregation(AggregationKind.COUNT), self._windows("count"), name)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
+        """Combine values per key: ``reducer(aggregate, value) -> aggregate`` (Kafka's order).
+        Records with a null value are skipped and counted as dropped, as in Kafka."""
+        check_callable(reducer, operator="reduce", what="reducer(aggregate, value)", arguments=2)
+        return self._aggregate(Aggregation(AggregationKind.REDUCE, function=reducer), self._windows("reduce"), name)
+
+    def aggregate(
+        self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any], *, name: str | None = None
+    ) -> KTable:
+        """Fold values per key: ``aggregator(key, value, aggregate) -> aggregate``, starting from
+        ``initializer()`` (Kafka's argument order). Records with a null value are skipped and
+        counted as dropped, as in Kafka."""
+        check_callable(initializer, operator="aggregate", what="initializer()", arguments=0)
+        check_callable(aggregator, operator="aggregate", what="aggregator(key, value, aggregate)", arguments=3)
+        aggregation = Aggregation(AggregationKind.AGGREGATE, initializer=initializer, function=aggregator)
+        return self._aggregate(aggregation, self._windows("aggregate"), name)
+
+    def _windows(self, operator: str) -> Windows | None:
+        return None
+
+
+class KGroupedStream(_Grouped):
+    """Records grouped by key, ready to aggregate into a KTable."""
+
+    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
+        """Aggregate per time window as well as per key."""
+        if not isinstance(windows, TimeWindows):
+            raise TopologyError(f"windowed_by() takes TimeWindows.of_size(ms)..., got {windows!r}", node="windowed_by")
+        windows.spec("windowed_by")
+        return TimeWindowedKStream(self._graph, self._node, self._repartition_required, self._group_name, windows)
+
+
+@dataclass(frozen=True)
+class TimeWindowedKStream(_Grouped):
+    """A grouped stream aggregated per time window; results are keyed by (key, window)."""
+
+    _time_windows: TimeWindows = TimeWindows()
+
+    def _windows(self, operator: str) -> Windows:
+        return self._time_windows.spec(operator)
+
+
+@dataclass(frozen=True)
+class KTable:
+    """The changelog of an aggregation. Every update is a revision of the key's (window's) row."""
+
+    _graph: GraphBuilder
+    _node: str
+    _windows: Windows | None = None
+
+    def to_stream(self, *, name: str | None = None) -> KStream:
+        """The stream of this table's revisions (windowed keys carry window_start/window_end)."""
+        node = ToStreamNode(name if name is not None else self._graph.processor_name("KTABLE-TOSTREAM"))
+        return KStream(self._graph, self._graph.add(node, [self._node]))
+
+    def suppress(self, suppressed: Suppressed, *, name: str | None = None) -> KTable:
+        """Hold revisions back: ``Suppressed.until_window_closes()`` emits one final result per
+        window, once stream time reaches the window's end plus its grace period."""
+        if not isinstance(suppressed, Suppressed):
+            raise TopologyError(f"suppress() takes Suppressed.until_window_closes(), got {suppressed!r}", node="suppress")
+        if self._windows is None:
+            raise TopologyError(
+                "suppress(Suppressed.until_window_closes()) needs a windowed table: windowed_by(...) before aggregating",
+                node="suppress",
+            )
+        processor = name if name is not None else self._graph.processor_name("KTABLE-SUPPRESS")
+        store = f"{name}-store" if name is not None else self._graph.store_name("KTABLE-SUPPRESS")
+        self._graph.add(SuppressNode(processor, store, self._windows.grace_ms), [self._node])
+        return KTable(self._graph, processor, self._windows)
