@@ -98,7 +98,7 @@ class MemorySampler(threading.Thread):
             time.sleep(0.5)
 
 
-def _run_root(base: Path, name: str, input_root: Path) -> str:
+def run_root(base: Path, name: str, input_root: Path) -> str:
     """A fresh root whose input topic is the shared generated one (symlinked)."""
     root = base / name
     shutil.rmtree(root, ignore_errors=True)
@@ -191,13 +191,13 @@ def main(argv: list[str] | None = None) -> int:
         print("warming up (JIT, Python workers) ...", flush=True)
         warm = base / "warm"
         generate(str(warm), 50_000, seed=2, batches=2)
-        run_deltastreams(spark, _run_root(base, "warm-ds", warm), guarantee="exactly_once", interval_ms=1000, events=50_000)
+        run_deltastreams(spark, run_root(base, "warm-ds", warm), guarantee="exactly_once", interval_ms=1000, events=50_000)
         plain_structured_streaming(spark, str(warm), events=50_000, records_per_batch=25_000, interval_ms=1000, partitions=PARTITIONS, window_ms=WINDOW_MS, grace_ms=GRACE_MS)
 
     peak_memory = 0.0
     for interval in plan.intervals:
         for guarantee in ("exactly_once", "at_least_once"):
-            root = _run_root(base, f"{guarantee}-{interval}", input_root)
+            root = run_root(base, f"{guarantee}-{interval}", input_root)
             sampler.peak_mb = 0.0
             seconds, steady = run_deltastreams(spark, root, guarantee=guarantee, interval_ms=interval, events=plan.events)
             peak_memory = max(peak_memory, sampler.peak_mb)
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in plan.scaling:
         scale_input = base / f"scale-input-{n}"
         generate(str(scale_input), n, seed=3, batches=max(1, n // 50_000))
-        seconds, _ = run_deltastreams(spark, _run_root(base, f"scale-{n}", scale_input), guarantee="exactly_once", interval_ms=1000, events=n)
+        seconds, _ = run_deltastreams(spark, run_root(base, f"scale-{n}", scale_input), guarantee="exactly_once", interval_ms=1000, events=n)
         results["scaling"][str(n)] = seconds
         print(f"  scaling {n:,}: {seconds:.1f} s ({seconds / n * 1e6:.2f} µs/event)", flush=True)
         shutil.rmtree(scale_input, ignore_errors=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -20,18 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from jobs.pageview import INPUT_TOPIC, generate
-from sinks import topic_uri
+from jobs.bench import run_root
+from jobs.pageview import generate
 
 INTERVAL_MS, BATCH = 1000, 1_000_000
-
-
-def _fresh_root(base: Path, name: str, input_root: Path) -> str:
-    root = base / name
-    shutil.rmtree(root, ignore_errors=True)
-    (root / "topics").mkdir(parents=True)
-    os.symlink(topic_uri(str(input_root), INPUT_TOPIC), root / "topics" / INPUT_TOPIC)
-    return str(root)
 
 
 def _timed(command: list[str], log_path: Path) -> float:
@@ -58,7 +49,7 @@ def compare(base: Path, events: int, reps: int) -> dict:
     for rep in range(reps):
         order = ("deltastreams", "plain_spark") if rep % 2 == 0 else ("plain_spark", "deltastreams")
         for system in order:
-            root = _fresh_root(base, f"{system}-{events}", input_root)
+            root = run_root(base, f"{system}-{events}", input_root)
             seconds = _timed(commands(root, events)[system], base / f"{system}-{events}-{rep}.log")
             runs[system].append(seconds)
             print(f"  {events:,} events, {system}: {seconds:.1f} s ({events / seconds:,.0f} events/s)", flush=True)
