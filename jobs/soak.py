@@ -324,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_soak(settings: SoakSettings) -> int:
+    # SIGTERM ends the soak the way Ctrl-C does: both processes run in sessions of their own and
+    # would otherwise outlive it.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     soak = Soak(settings)
     print(f"soak: {settings.minutes:g} min at {settings.rate:,} events/s, commit interval {settings.commit_interval_ms} ms, root {settings.root}", flush=True)
     error, completed = None, False
