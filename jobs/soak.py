@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -95,21 +95,19 @@ def _tail(path: Path, lines: int = 15) -> str:
         return "(no log)"
 
 
-@dataclass
 class Soak:
-    settings: SoakSettings
-    samples: list[dict] = field(default_factory=list)
+    """The two processes, the probes and the samples of one soak run."""
 
-    def __post_init__(self) -> None:
-        root = self.settings.root
+    def __init__(self, settings: SoakSettings) -> None:
+        self.settings = settings
+        self.samples: list[dict] = []
+        root = settings.root
         self.metrics_path = root / "soak-metrics.jsonl"
         self.status_path = root / "soak-generator.json"
         self.job_log, self.generator_log = root / "soak-job.log", root / "soak-generator.log"
         self.batch_log = BatchLog(self.metrics_path)
-        config = self.settings.config()
-        self.state_dir = config.local_state_dir
-        topology = build_topology()
-        self.input_subtopologies = {s.id for s in topology.subtopologies if INPUT_TOPIC in s.source_topics}
+        self.state_dir = settings.config().local_state_dir
+        self.input_subtopologies = {sub.id for sub in build_topology().subtopologies if INPUT_TOPIC in sub.source_topics}
         self.generator: subprocess.Popen | None = None
         self.job: subprocess.Popen | None = None
         self.first_batch_time = 0.0
@@ -255,7 +253,7 @@ def _kill(info: ProcessInfo) -> None:
 
 HEADER = (
     f"{'t s':>6} {'batches':>7} {'p50 ms':>7} {'p95 ms':>7} {'in/s':>7} {'lag':>8} | {'topics files':>12} {'MB':>7} "
-    f"{'input':>7} {'repart':>7} {'chlog':>7} {'sink':>7} | {'txlog v':>7} {'ckpt':>6} {'state':>6} | RSS MB {'drv':>5} {'jvm':>5} {'py (n)':>9}"
+    f"{'input':>7} {'repart':>7} {'chlog':>7} {'sink':>7} | {'txlog v':>7} {'ckpt':>6} {'state':>6} | RSS MB {'drv':>5} {'jvm':>5} {'py (n)':>11} {'total':>6}"
 )
 
 
@@ -270,7 +268,7 @@ def _row(s: dict) -> str:
         f"{s['topics_files']:>12,} {s['topics_bytes'] / 2**20:>7,.1f} "
         f"{topics['input']['files']:>7,} {topics['repartition']['files']:>7,} {topics['changelog']['files']:>7,} {topics['sink']['files']:>7,} | "
         f"{s['transaction_versions']:>7,} {s['checkpoint_files']:>6,} {s['state_files']:>6,} | "
-        f"{'':6} {rss['driver']:>5,.0f} {rss['jvm']:>5,.0f} {rss['python']:>5,.0f} ({rss['python_processes']})"
+        f"{'':6} {rss['driver']:>5,.0f} {rss['jvm']:>5,.0f} {rss['python']:>6,.0f} ({rss['python_processes']:>2}) {rss['total']:>6,.0f}"
     )
 
 
@@ -312,14 +310,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.minutes <= 0 or args.rate <= 0 or (args.sample_s is not None and args.sample_s <= 0):
         parser.error("--minutes, --rate and --sample-s must be positive")
     root = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="deltastreams-soak-"))
-    if root.exists() and any(root.iterdir()):
-        parser.error(f"--root {root} is not empty: the soak measures growth from nothing, give it a new directory")
-    root.mkdir(parents=True, exist_ok=True)
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        parser.error(f"--root {root} is not an empty directory: the soak measures growth from nothing, give it a new one")
     settings = SoakSettings(args.minutes, args.rate, args.commit_interval_ms, root.absolute(), tuple(args.set), args.sample_s, args.startup_timeout_s)
     try:
         settings.config()
     except DeltaStreamsError as e:
         parser.error(str(e))
+    root.mkdir(parents=True, exist_ok=True)
     return run_soak(settings)
 
 
