@@ -32,6 +32,7 @@ from jobs.bench_baselines import plain_structured_streaming, pyarrow_groupby
 from jobs.bench_latency import steady_latency
 from jobs.bench_report import write_report
 from jobs.pageview import INPUT_TOPIC, build_topology, generate, read_results
+from jobs.process_tree import job_processes
 from sinks import create_topic, topic_uri
 from streams.app import StreamsApp
 
@@ -65,7 +66,8 @@ def batch_records(interval_ms: int, events: int) -> int:
 
 
 class MemorySampler(threading.Thread):
-    """Peak resident memory of this process and all its descendants (JVM, Python workers)."""
+    """Peak resident memory of this process and all its descendants (JVM, Python workers), see
+    :mod:`jobs.process_tree`."""
 
     def __init__(self) -> None:
         super().__init__(name="memory-sampler", daemon=True)
@@ -73,24 +75,7 @@ class MemorySampler(threading.Thread):
         self.running = True
 
     def _tree_rss_mb(self) -> float:
-        children: dict[int, list[int]] = {}
-        rss: dict[int, int] = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                children.setdefault(int(fields[1]), []).append(int(entry))
-                rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-            except (OSError, IndexError, ValueError):
-                continue
-        total, stack = 0, [os.getpid()]
-        while stack:
-            pid = stack.pop()
-            total += rss.get(pid, 0)
-            stack += children.get(pid, [])
-        return total / 2**20
+        return sum(p.rss_mb for p in job_processes(os.getpid()))
 
     def run(self) -> None:
         while self.running:

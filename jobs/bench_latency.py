@@ -1,15 +1,14 @@
 """End-to-end latency of the pageview job on a steady stream.
 
-A generator appends ``rate`` events per second, in appends every 100 ms, with event time = the
-wall-clock time of the append (no late records). The job runs meanwhile. An output revision
-carries the largest event time of its window so far, i.e. the append time of the newest input
-record that produced it, so its latency is the commit time of the output's Delta version minus
-that timestamp.
+:class:`jobs.steady.SteadyGenerator` appends ``rate`` events per second, in appends every
+100 ms, with event time = the wall-clock time of the append (no late records). The job runs
+meanwhile. An output revision carries the largest event time of its window so far, i.e. the
+append time of the newest input record that produced it, so its latency is the commit time of the
+output's Delta version minus that timestamp.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -17,35 +16,10 @@ import pyarrow as pa
 
 from conf import StreamsConfig
 from jobs.pageview import INPUT_TOPIC, OUTPUT_TOPIC, build_topology
-from jobs.pageview_data import VALUE_TYPE, generate_events
+from jobs.pageview_data import VALUE_TYPE
+from jobs.steady import SteadyGenerator
 from sinks import Topic, create_topic, files_added
 from streams.app import StreamsApp
-
-
-class SteadyGenerator(threading.Thread):
-    def __init__(self, topic: Topic, rate: int, duration_s: float) -> None:
-        super().__init__(name="steady-generator", daemon=True)
-        self.topic, self.rate, self.duration_s = topic, rate, duration_s
-        self.appended = 0
-
-    def run(self) -> None:
-        table = self.topic.delta_table()
-        offsets = self.topic.end_offsets()
-        per_append = max(1, self.rate // 10)
-        deadline = time.monotonic() + self.duration_s
-        tick = time.monotonic()
-        while tick < deadline:
-            events = generate_events(per_append, seed=self.appended, late_fraction=0.0, first_index=self.appended)
-            now = int(time.time() * 1000)
-            events = events.set_column(2, "timestamp", pa.array(np.full(per_append, now, dtype=np.int64)))
-            files = self.topic.prepare_files(events, offsets)
-            self.topic.commit(files, table=table)
-            table.update_incremental()
-            for f in files:
-                offsets[f.partition] = f.max_offset + 1
-            self.appended += per_append
-            tick += 0.1
-            time.sleep(max(0.0, tick - time.monotonic()))
 
 
 def output_latencies(root: str) -> np.ndarray:
@@ -78,13 +52,11 @@ def steady_latency(spark, root: str, *, guarantee: str, interval_ms: int, rate: 
     )
     app = StreamsApp(build_topology(), config, spark=spark)
     app.start()  # the topology's types are known, so every query starts now
-    generator = SteadyGenerator(topic, rate, duration_s)
     time.sleep(2.0)  # let the queries settle: start-up is not latency
-    generator.start()
-    generator.join()
+    appended = SteadyGenerator(topic, rate, duration_s=duration_s).run()  # the queries run in Spark's threads meanwhile
     app.run(until_caught_up=True, timeout_s=600)
     latencies = output_latencies(root)
     if latencies.size == 0:
-        return {"p50": None, "p95": None, "p99": None, "records": 0, "events": generator.appended}
+        return {"p50": None, "p95": None, "p99": None, "records": 0, "events": appended.events}
     p50, p95, p99 = np.percentile(latencies, [50, 95, 99])
-    return {"p50": float(p50), "p95": float(p95), "p99": float(p99), "records": int(latencies.size), "events": generator.appended}
+    return {"p50": float(p50), "p95": float(p95), "p99": float(p99), "records": int(latencies.size), "events": appended.events}

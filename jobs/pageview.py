@@ -5,12 +5,17 @@ group_by_key -> windowed_by(5 s tumbling, grace) -> count -> to_stream -> ``page
 (columns category, window_start, window_end, count, plus partition, offset, timestamp).
 
     python -m jobs.pageview generate --root /tmp/pv --events 100000
+    python -m jobs.pageview generate --root /tmp/pv --rate 5000 --duration-s 60    # a steady stream
     python -m jobs.pageview run --root /tmp/pv --until-caught-up
     python -m jobs.pageview results --root /tmp/pv
     python -m jobs.pageview describe
 
 On a cluster: spark-submit --master spark://host:7077 jobs/pageview.py run --root s3://bucket/pv
 (with the project installed on the executors, or its packages shipped with --py-files).
+
+``run`` without ``--until-caught-up`` runs until stopped: SIGTERM or SIGINT (Ctrl-C) to the driver
+process stops it between micro-batches (send it to the driver's pid, not its process group: a JVM
+that gets SIGTERM shuts Spark down under the running batch).
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from conf import StreamsConfig
+from streams.console import calling_on_stop_signals
 from jobs.pageview_data import VALUE_TYPE, generate_events
+from jobs.steady import SteadyGenerator, SteadyProgress, StatusFile
 from streams import StreamsBuilder, Suppressed, TimeWindows, Topology
 from streams.errors import DeltaStreamsError
 
@@ -93,14 +100,8 @@ def generate(
     events_per_second: int = 10_000,
 ) -> int:
     """Append ``events`` synthetic pageviews to ``pageview-events`` in ``batches`` appends."""
-    from sinks import Topic, create_topic
-
-    if Topic.exists(root, INPUT_TOPIC):
-        topic = Topic.open(root, INPUT_TOPIC)
-        first = sum(topic.end_offsets().values())
-    else:
-        topic = create_topic(root, INPUT_TOPIC, partitions=partitions, key_type=pa.string(), value_type=VALUE_TYPE, key_column="user_id")
-        first = 0
+    topic = input_topic(root, partitions)
+    first = sum(topic.end_offsets().values())
     # The same events whatever the number of appends: generate once, then cut.
     records = generate_events(
         events, seed=seed, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, first_index=first, events_per_second=events_per_second
@@ -109,6 +110,40 @@ def generate(
     for start in range(0, events, per_batch):
         topic.append(records.slice(start, per_batch))
     return events
+
+
+def generate_steady(
+    root: str,
+    rate: int,
+    *,
+    duration_s: float | None = None,
+    seed: int = 0,
+    partitions: int = 2,
+    late_fraction: float = 0.05,
+    max_lateness_ms: int = 30_000,
+    status_file: str | None = None,
+) -> SteadyProgress:
+    """Append ``rate`` pageviews a second, stamped with the time of their append, for
+    ``duration_s`` or until SIGTERM/SIGINT (see :mod:`jobs.steady`); ``status_file`` is rewritten
+    with the progress about once a second."""
+    generator = SteadyGenerator(
+        input_topic(root, partitions), rate, duration_s=duration_s, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, seed=seed
+    )
+    status = StatusFile(status_file) if status_file else None
+    with calling_on_stop_signals(lambda name: generator.stop()):
+        progress = generator.run(on_append=status)
+    if status is not None:
+        status.write(progress, finished=True)
+    return progress
+
+
+def input_topic(root: str, partitions: int = 2):
+    """The ``pageview-events`` topic under ``root``, created (keyed by user_id) if missing."""
+    from sinks import Topic, create_topic
+
+    if Topic.exists(root, INPUT_TOPIC):
+        return Topic.open(root, INPUT_TOPIC)
+    return create_topic(root, INPUT_TOPIC, partitions=partitions, key_type=pa.string(), value_type=VALUE_TYPE, key_column="user_id")
 
 
 RAW_SCHEMA = pa.schema(
@@ -171,13 +206,16 @@ def main(argv: list[str] | None = None) -> int:
 
     gen = commands.add_parser("generate", help="append synthetic pageview events")
     gen.add_argument("--root", required=True)
-    gen.add_argument("--events", type=int, required=True)
+    gen.add_argument("--events", type=int, help="append this many events at once (event time starts at a fixed date)")
+    gen.add_argument("--rate", type=int, help="instead: a steady stream of this many events per second, stamped with the time of their append")
+    gen.add_argument("--duration-s", type=float, help="with --rate: for this long (default: until SIGTERM or SIGINT)")
+    gen.add_argument("--status-file", help="with --rate: a JSON file rewritten about once a second with what was appended")
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--source-partitions", type=int, default=2)
     gen.add_argument("--late-fraction", type=float, default=0.05)
     gen.add_argument("--max-lateness-ms", type=int, default=30_000)
-    gen.add_argument("--batches", type=int, default=1)
-    gen.add_argument("--events-per-second", type=int, default=10_000, help="event-time rate: how fast timestamps advance")
+    gen.add_argument("--batches", type=int, default=1, help="with --events: in this many appends")
+    gen.add_argument("--events-per-second", type=int, default=10_000, help="with --events: event-time rate, how fast timestamps advance")
 
     run = commands.add_parser("run", help="run the job on Spark")
     run.add_argument("--root", required=True)
@@ -192,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--config", default=None, help="a TOML file of settings")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any setting of conf/defaults.toml")
     run.add_argument("--log-file", default=None, help="where details go (default: <state_dir>/<application_id>/logs/)")
+    run.add_argument("--metrics-file", help="append one JSON line per committed micro-batch to this file (for tools: jobs.soak)")
     _topology_args(run)
 
     results = commands.add_parser("results", help="print the windowed counts as CSV")
@@ -199,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     results.add_argument("--raw", action="store_true", help="every committed output record, with partition and offset")
 
     args = parser.parse_args(argv)
+    if args.command == "generate" and (args.events is None) == (args.rate is None):
+        parser.error("generate takes --events N (a batch of events) or --rate EVENTS_PER_S (a steady stream), one of them")
+    if args.command == "generate" and args.rate is None and (args.duration_s is not None or args.status_file is not None):
+        parser.error("--duration-s and --status-file go with --rate")
     try:
         return _command(args)
     except DeltaStreamsError as e:
@@ -212,6 +255,18 @@ def main(argv: list[str] | None = None) -> int:
 def _command(args: argparse.Namespace) -> int:
     if args.command == "describe":
         print(build_topology(window_ms=args.window_ms, grace_ms=args.grace_ms, emit=args.emit, hops=args.hops).describe(), end="")
+    elif args.command == "generate" and args.rate is not None:
+        progress = generate_steady(
+            args.root,
+            args.rate,
+            duration_s=args.duration_s,
+            seed=args.seed,
+            partitions=args.source_partitions,
+            late_fraction=args.late_fraction,
+            max_lateness_ms=args.max_lateness_ms,
+            status_file=args.status_file,
+        )
+        print(f"{progress.line()}; topic {INPUT_TOPIC} under {args.root}", file=sys.stderr)
     elif args.command == "generate":
         n = generate(
             args.root,
@@ -232,6 +287,8 @@ def _command(args: argparse.Namespace) -> int:
             window_ms=args.window_ms, grace_ms=args.grace_ms, min_duration_s=args.min_duration_s, emit=args.emit, functions=args.functions, hops=args.hops
         )
         app = StreamsApp(topology, config_from(args))
+        if args.metrics_file:
+            app.progress.write_metrics_to(args.metrics_file)
         return run_from_terminal(app, until_caught_up=args.until_caught_up, timeout_s=args.timeout_s, log_file=args.log_file and Path(args.log_file))
     else:
         table = read_results(args.root, raw=args.raw)

@@ -1,9 +1,10 @@
 """Synthetic pageview events: the paper's running example's input.
 
 Events are keyed by ``user_id``; their value is ``{user_id, page_id, category, duration_s}``. Event
-time advances steadily (``events_per_second`` of event time) and a share of the events is delayed
-by up to ``max_lateness_ms``, so the stream is out of order and some events arrive after their
-window's grace period.
+time advances steadily (``events_per_second`` of event time), or is the wall-clock time of the
+append for a live stream (``event_time_ms``), and a share of the events is delayed by up to
+``max_lateness_ms``, so the stream is out of order and some events arrive after their window's
+grace period.
 """
 
 from __future__ import annotations
@@ -32,13 +33,19 @@ def generate_events(
     events_per_second: int = 10_000,
     users: int = 100_000,
     first_index: int = 0,
+    event_time_ms: int | None = None,
 ) -> pa.Table:
     """``n`` events in record form (``key``, ``value``, ``timestamp``), in append order.
 
-    ``first_index`` continues an earlier call's event-time clock (for appending in parts)."""
+    ``first_index`` continues an earlier call's event-time clock (for appending in parts) and
+    seeds the draw, so a position in the stream always gets the same event. ``event_time_ms``
+    stamps every event with that time instead (before delays): events appended now."""
     rng = np.random.default_rng([seed, first_index])
-    index = np.arange(first_index, first_index + n, dtype=np.int64)
-    timestamps = START_MS + index * 1000 // events_per_second
+    if event_time_ms is None:
+        index = np.arange(first_index, first_index + n, dtype=np.int64)
+        timestamps = START_MS + index * 1000 // events_per_second
+    else:
+        timestamps = np.full(n, event_time_ms, dtype=np.int64)
     delayed = rng.random(n) < late_fraction
     timestamps = timestamps - np.where(delayed, rng.integers(0, max_lateness_ms + 1, n), 0)
     user_ids = _labels("user-", rng.integers(0, users, n))

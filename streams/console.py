@@ -4,7 +4,8 @@ failure said in three lines.
     from streams.console import run_from_terminal
     sys.exit(run_from_terminal(app, until_caught_up=True))
 
-The console gets one line per micro-batch and a final summary. Everything else (DEBUG lines,
+SIGTERM and Ctrl-C stop the application between micro-batches (exit code 0), not in the middle
+of one. The console gets one line per micro-batch and a final summary. Everything else (DEBUG lines,
 per-phase timings, Spark's and Python's stack traces) goes to the log file, whose path is printed
 at start and again when something fails:
 
@@ -22,7 +23,10 @@ import traceback
 from pathlib import Path
 
 from conf.errors import DeltaStreamsError
+from streams._internal.runtime.graceful_stop import StopOnSignal, StopSignal, calling_on_stop_signals
 from streams.app import ApplicationFailedError, StreamsApp
+
+__all__ = ["calling_on_stop_signals", "default_log_file", "run_from_terminal", "setup_logging"]
 
 _FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
@@ -55,11 +59,19 @@ def run_from_terminal(app: StreamsApp, *, until_caught_up: bool = False, timeout
     setup_logging(log_file)
     app.log_file = str(log_file)
     logging.getLogger("deltastreams").info("log file: %s", log_file)
+    stopper = StopOnSignal()
+    stopped_by = None
     try:
-        app.run(until_caught_up=until_caught_up, timeout_s=timeout_s)
-    except KeyboardInterrupt:
-        print("stopped", file=sys.stderr)
-        return 130
+        stopper.install()
+        app.start()
+        stopper.install()  # again: the SparkContext replaced the SIGINT handler
+        if stopper.arm():  # the signal came during the start-up
+            stopped_by = stopper.received
+            app.stop()
+        else:
+            app.run(until_caught_up=until_caught_up, timeout_s=timeout_s)
+    except StopSignal as stop:
+        stopped_by = stop.name  # run() stopped the application on its way out
     except ApplicationFailedError as e:
         logging.getLogger("deltastreams.failure").debug("%s", e.details)
         _say(e.failure.what, e.failure.action, log_file)
@@ -72,9 +84,12 @@ def run_from_terminal(app: StreamsApp, *, until_caught_up: bool = False, timeout
         logging.getLogger("deltastreams.failure").debug("%s", traceback.format_exc())
         _say(f"unexpected {type(e).__name__}: {e}", "this is a bug in deltastreams or its setup; the log file has the traceback", log_file)
         return 1
+    finally:
+        stopper.disarm()
     totals = app.progress.totals
+    ended = f"stopped on {stopped_by}: " if stopped_by else ""
     print(
-        f"processed {totals['records_in']:,} records in {totals['batches']} batches; {totals['dropped_late']:,} late dropped, "
+        f"{ended}processed {totals['records_in']:,} records in {totals['batches']} batches; {totals['dropped_late']:,} late dropped, "
         f"{totals['dead_letters']:,} to the DLQ",
         file=sys.stderr,
     )

@@ -1,5 +1,6 @@
-"""Progress of a running application: a log line per micro-batch, a live line on a terminal, and
-Spark's own view through a StreamingQueryListener."""
+"""Progress of a running application: a log line per micro-batch, a live line on a terminal,
+optionally a JSON line per micro-batch in a file for tools (:class:`MetricsFile`), and Spark's own
+view through a StreamingQueryListener."""
 
 from __future__ import annotations
 
@@ -11,12 +12,53 @@ import threading
 log = logging.getLogger("deltastreams")
 
 
+class MetricsFile:
+    """Appends one JSON line per committed micro-batch to a file: ``time`` (epoch s, batch end),
+    ``subtopology``, ``batch_id``, ``tasks``, the record counts, ``total_ms``, ``process_ms``,
+    ``commit_ms``, ``phases`` (driver side) and ``task_phases`` (summed over tasks), in ms.
+
+    The file is opened per line, in append mode, so it may be moved away while the job runs; a
+    reader following a live job keeps only lines that end in a newline."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def write(self, metrics) -> None:
+        line = {
+            "time": round(metrics.started_at + metrics.total_seconds, 3),
+            "subtopology": metrics.subtopology,
+            "batch_id": metrics.batch_id,
+            "tasks": metrics.tasks,
+            "records_in": metrics.records_in,
+            "records_out": metrics.records_out,
+            "dropped_late": metrics.dropped_late,
+            "dead_letters": metrics.dead_letters,
+            "restored_entries": metrics.restored_entries,
+            "total_ms": _ms(metrics.total_seconds),
+            "process_ms": _ms(metrics.process_seconds),
+            "commit_ms": _ms(metrics.commit_seconds),
+            "phases": {name: _ms(seconds) for name, seconds in metrics.phases.items()},
+            "task_phases": {name: _ms(seconds) for name, seconds in metrics.task_phases.items()},
+        }
+        with open(self.path, "a") as f:
+            f.write(json.dumps(line) + "\n")
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 1)
+
+
 class Progress:
     def __init__(self, stream=None) -> None:
         self.stream = stream or sys.stderr
         self.interactive = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.totals = {"records_in": 0, "records_out": 0, "dropped_late": 0, "dead_letters": 0, "batches": 0}
         self._lock = threading.Lock()
+        self._metrics_files: list[MetricsFile] = []
+
+    def write_metrics_to(self, path: str) -> None:
+        """Also append every committed micro-batch's metrics to ``path`` (see :class:`MetricsFile`)."""
+        self._metrics_files.append(MetricsFile(path))
 
     def batch_done(self, metrics) -> None:
         log.info("%s", metrics.line())
@@ -27,6 +69,8 @@ class Progress:
             self.totals["dropped_late"] += metrics.dropped_late
             self.totals["dead_letters"] += metrics.dead_letters
             self.totals["batches"] += 1
+            for metrics_file in self._metrics_files:  # under the lock: sub-topologies commit from their own threads
+                metrics_file.write(metrics)
             if self.interactive:
                 t = self.totals
                 self.stream.write(

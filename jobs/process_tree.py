@@ -1,0 +1,91 @@
+"""The processes of a job and their resident memory, from ``/proc`` (Linux).
+
+A job is its driver process, the driver's descendants (the JVM, Spark's Python daemon and its
+workers) and every process in a process group one of those belongs to: Spark's Python daemon
+leads a group of its own, and processes detached from it (reparented to init, as deltastreams'
+task hosts are) stay in that group, where a walk by parent pid would miss them. The caller's own
+group is never taken in, so a job started without a session of its own does not pull in its
+starter's siblings.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    pid: int
+    ppid: int
+    pgid: int
+    started: int
+    """Start time in clock ticks since boot: with the pid, names a process even if the pid is reused."""
+    rss_bytes: int
+    command: str
+
+    @property
+    def rss_mb(self) -> float:
+        return self.rss_bytes / 2**20
+
+
+def all_processes() -> dict[int, ProcessInfo]:
+    processes = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            info = _read(int(entry))
+            if info is not None:
+                processes[info.pid] = info
+    return processes
+
+
+def _read(pid: int) -> ProcessInfo | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # the command in parentheses may hold spaces
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except (OSError, IndexError):
+        return None  # gone meanwhile
+    # fields[0] is field 3 of proc(5): state, ppid, pgrp, ... starttime (22), vsize, rss (24)
+    return ProcessInfo(pid, int(fields[1]), int(fields[2]), int(fields[19]), int(fields[21]) * _PAGE, command)
+
+
+def job_processes(root_pid: int, processes: dict[int, ProcessInfo] | None = None) -> list[ProcessInfo]:
+    """``root_pid`` and the processes that belong to it (see the module docstring), root first."""
+    processes = all_processes() if processes is None else processes
+    if root_pid not in processes:
+        return []
+    children: dict[int, list[int]] = {}
+    groups: dict[int, list[int]] = {}
+    for info in processes.values():
+        children.setdefault(info.ppid, []).append(info.pid)
+        groups.setdefault(info.pgid, []).append(info.pid)
+    foreign_group = os.getpgid(0)
+    members, seen_groups, stack = [root_pid], set(), [root_pid]
+    found = {root_pid}
+    while stack:
+        pid = stack.pop()
+        related = list(children.get(pid, ()))
+        group = processes[pid].pgid
+        if group != foreign_group and group not in seen_groups:
+            seen_groups.add(group)
+            related += groups.get(group, ())
+        for other in related:
+            if other not in found:
+                found.add(other)
+                members.append(other)
+                stack.append(other)
+    return [processes[pid] for pid in members]
+
+
+def still_running(processes: list[ProcessInfo]) -> list[ProcessInfo]:
+    """Those of ``processes`` that still exist (same pid and start time)."""
+    alive = []
+    for info in processes:
+        now = _read(info.pid)
+        if now is not None and now.started == info.started:
+            alive.append(now)
+    return alive

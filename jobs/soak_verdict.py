@@ -1,0 +1,154 @@
+"""The soak test's verdict: does the job run flat?
+
+Times are seconds since the job's first committed micro-batch (start-up is not steady state).
+Two windows of the run are compared: the *baseline*, minutes 2-7 (after a minute of warm-up), and
+the *last* 5 minutes. Runs shorter than 12 minutes (where those would overlap) scale both windows
+and the warm-up by ``duration / 12 min``: a 3-minute run compares seconds 15-105 with 105-180.
+
+Checks (each passes, fails, or is undecided when its window holds too little to judge):
+- **batch time**: the median wall time of the last window's micro-batches (all sub-topologies)
+  is at most 10% above the baseline's.
+- **topics flat**: over the last window, the least-squares slope of the file count and of the
+  bytes under the internal topics (repartition and changelog) is at most 5% of the input topic's
+  slope, and so is the slope of the sink topics' file count. The input grows by design (nothing
+  removes what the generator appends) and is the yardstick; the sinks' bytes grow with the
+  results and are only reported. Retention that works leaves slopes near zero (a saw-tooth at
+  most); today's unbounded growth is a sizeable share of the input's. The last window must start
+  after the first retention cycle has completed for this to mean "flat after retention".
+- **memory flat**: the mean resident memory of all the job's processes over the last window's
+  samples is at most 10% above the baseline's.
+- **generator kept its rate** (else the run measured a different load): at least 95% of target.
+- **job kept up**: the input not yet consumed at the end is at most 10 s of input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+FULL_RUN_S = 720.0
+WARM_UP_S, BASELINE_END_S, LAST_S = 60.0, 420.0, 300.0
+GROWTH_LIMIT = 0.10
+FLAT_SHARE = 0.05
+MIN_BATCHES = 10
+MIN_SAMPLES = 3
+RATE_SHARE = 0.95
+MAX_LAG_S = 10.0
+
+
+@dataclass(frozen=True)
+class Windows:
+    baseline: tuple[float, float]
+    last: tuple[float, float]
+
+    @classmethod
+    def for_duration(cls, seconds: float) -> Windows:
+        scale = min(1.0, seconds / FULL_RUN_S)
+        return cls((WARM_UP_S * scale, BASELINE_END_S * scale), (seconds - LAST_S * scale, seconds))
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    passed: bool | None
+    """None: undecided (too little data in a window)."""
+    detail: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _within(t: float, window: tuple[float, float], *, closed: bool = False) -> bool:
+    start, end = window
+    return (start <= t if closed else start < t) and t <= end
+
+
+def slope_per_minute(points: list[tuple[float, float]]) -> float | None:
+    """Least-squares slope of ``(seconds, value)`` points, per minute (None below 2 points)."""
+    if len(points) < 2:
+        return None
+    t, v = np.array(points, dtype=float).T
+    if np.ptp(t) == 0:
+        return None
+    return float(np.polyfit(t, v, 1)[0] * 60)
+
+
+def batch_time_check(batches: list[tuple[float, float]], windows: Windows) -> Check:
+    """``batches``: (seconds, total ms) per committed micro-batch."""
+    base = [ms for t, ms in batches if _within(t, windows.baseline)]
+    last = [ms for t, ms in batches if _within(t, windows.last)]
+    if len(base) < MIN_BATCHES or len(last) < MIN_BATCHES:
+        return Check("batch time", None, f"too few batches to compare ({len(base)} in the baseline, {len(last)} in the last window; {MIN_BATCHES} needed)")
+    b, l = float(np.median(base)), float(np.median(last))
+    return Check(
+        "batch time",
+        l <= b * (1 + GROWTH_LIMIT),
+        f"median {l:.0f} ms over the last window ({len(last)} batches) vs {b:.0f} ms in the baseline ({len(base)}): {(l / b - 1) * 100:+.0f}% (limit +{GROWTH_LIMIT:.0%})",
+    )
+
+
+def _series(samples: list[dict], window: tuple[float, float], value) -> list[tuple[float, float]]:
+    return [(s["t"], value(s)) for s in samples if _within(s["t"], window, closed=True)]
+
+
+def _internal(s: dict, field: str) -> float:
+    return s["topics"]["repartition"][field] + s["topics"]["changelog"][field]
+
+
+def topics_check(samples: list[dict], windows: Windows) -> tuple[Check, dict]:
+    """The check and every slope it used (files/min, bytes/min), per kind of topic."""
+    slopes = {
+        f"{kind}_{field}_per_min": slope_per_minute(_series(samples, windows.last, lambda s, k=kind, f=field: s["topics"][k][f]))
+        for kind in ("input", "repartition", "changelog", "sink")
+        for field in ("files", "bytes")
+    }
+    in_window = sum(1 for s in samples if _within(s["t"], windows.last, closed=True))
+    if in_window < MIN_SAMPLES:
+        return Check("topics flat", None, f"{in_window} samples in the last window ({MIN_SAMPLES} needed)"), slopes
+    internal_files = slope_per_minute(_series(samples, windows.last, lambda s: _internal(s, "files")))
+    internal_bytes = slope_per_minute(_series(samples, windows.last, lambda s: _internal(s, "bytes")))
+    input_files, input_bytes = slopes["input_files_per_min"], slopes["input_bytes_per_min"]
+    if not input_files or not input_bytes or input_files <= 0 or input_bytes <= 0:
+        return Check("topics flat", None, "the input did not grow over the last window: no yardstick"), slopes
+    ratios = {
+        "internal files": internal_files / input_files,
+        "internal bytes": internal_bytes / input_bytes,
+        "sink files": slopes["sink_files_per_min"] / input_files,
+    }
+    detail = ", ".join(f"{name} {ratio:+.1%}" for name, ratio in ratios.items())
+    return Check(
+        "topics flat",
+        all(r <= FLAT_SHARE for r in ratios.values()),
+        f"growth over the last window as a share of the input's: {detail} (limit {FLAT_SHARE:.0%}); "
+        f"input {input_files:,.0f} files/min, {input_bytes / 2**20:,.1f} MB/min",
+    ), slopes
+
+
+def memory_check(samples: list[dict], windows: Windows) -> Check:
+    base = [s["rss_mb"]["total"] for s in samples if _within(s["t"], windows.baseline, closed=True)]
+    last = [s["rss_mb"]["total"] for s in samples if _within(s["t"], windows.last)]
+    if not base or not last:
+        return Check("memory flat", None, f"{len(base)} samples in the baseline, {len(last)} in the last window")
+    b, l = float(np.mean(base)), float(np.mean(last))
+    return Check("memory flat", l <= b * (1 + GROWTH_LIMIT), f"mean RSS {l:,.0f} MB over the last window vs {b:,.0f} MB in the baseline: {(l / b - 1) * 100:+.0f}% (limit +{GROWTH_LIMIT:.0%})")
+
+
+def generator_check(achieved_rate: float | None, rate: int) -> Check:
+    if achieved_rate is None:
+        return Check("generator kept its rate", None, "no report from the generator")
+    return Check("generator kept its rate", achieved_rate >= rate * RATE_SHARE, f"{achieved_rate:,.0f} events/s of {rate:,} (at least {RATE_SHARE:.0%} needed)")
+
+
+def lag_check(lag_events: int | None, rate: int) -> Check:
+    if lag_events is None:
+        return Check("job kept up", None, "input or consumption unknown at the end")
+    return Check("job kept up", lag_events <= rate * MAX_LAG_S, f"{lag_events:,} events not yet consumed at the end ({lag_events / rate:.1f} s of input; at most {MAX_LAG_S:.0f} s)")
+
+
+def overall(checks: list[Check]) -> str:
+    if any(c.passed is False for c in checks):
+        return "FAIL"
+    if any(c.passed is None for c in checks):
+        return "UNDECIDED"
+    return "PASS"

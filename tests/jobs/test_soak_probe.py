@@ -1,0 +1,61 @@
+import json
+
+from jobs.soak_probe import BatchLog, storage, topic_kind
+
+
+def _file(path, size):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * size)
+
+
+def test_storage_counts_files_and_bytes_per_kind_of_topic(tmp_path):
+    topics = tmp_path / "topics"
+    _file(topics / "pageview-events" / "partition=0" / "a.parquet", 100)
+    _file(topics / "pageview-events" / "_delta_log" / f"{0:020}.json", 10)
+    _file(topics / "pageview-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition" / "partition=1" / "b.parquet", 200)
+    _file(topics / "pageview-store-changelog" / "partition=0" / "c.parquet", 300)
+    _file(topics / "pageview-windowed-counts" / "partition=2" / "d.parquet", 400)
+    _file(topics / "pageview-dlq" / "partition=0" / "e.parquet", 1)
+    for version in range(3):
+        _file(tmp_path / "transactions" / "pageview" / "subtopology-0" / "_delta_log" / f"{version:020}.json", 5)
+    _file(tmp_path / "transactions" / "pageview" / "subtopology-1" / "_delta_log" / f"{0:020}.json", 5)
+    _file(tmp_path / "checkpoints" / "pageview" / "subtopology-0" / "offsets" / "0", 5)
+    _file(tmp_path / "state" / "pageview" / "0_0" / "store" / "000001.sst", 50)
+    _file(tmp_path / "state" / "pageview" / "checkpoints" / "q" / "commits" / "0", 5)  # one query per application
+
+    found = storage(tmp_path, tmp_path / "state", "pageview", ("pageview-events",))
+
+    assert found["topics"]["input"] == {"files": 2, "bytes": 110, "delta_log_files": 1, "tables": 1}
+    assert found["topics"]["repartition"]["bytes"] == 200
+    assert found["topics"]["changelog"]["bytes"] == 300
+    assert found["topics"]["sink"] == {"files": 2, "bytes": 401, "delta_log_files": 0, "tables": 2}
+    assert (found["topics_files"], found["topics_bytes"]) == (6, 1011)
+    assert found["transaction_logs"] == 2 and found["transaction_versions"] == 4 and found["transaction_log_files"] == 4
+    assert found["checkpoint_files"] == 2
+    assert (found["state_files"], found["state_bytes"]) == (1, 50)
+
+
+def test_storage_of_an_empty_root_is_zero(tmp_path):
+    found = storage(tmp_path, tmp_path / "state", "pageview", ("pageview-events",))
+    assert found["topics_files"] == found["transaction_versions"] == found["checkpoint_files"] == found["state_files"] == 0
+
+
+def test_topic_kinds_follow_kafka_streams_names():
+    assert topic_kind("pageview-events", ("pageview-events",)) == "input"
+    assert topic_kind("app-x-repartition", ()) == "repartition"
+    assert topic_kind("app-x-changelog", ()) == "changelog"
+    assert topic_kind("app-dlq", ()) == "sink"
+
+
+def test_batch_log_returns_complete_lines_once(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    log = BatchLog(path)
+    assert log.read_new() == []  # no file yet
+    line = {"time": 1.5, "subtopology": 0, "batch_id": 0, "records_in": 10, "total_ms": 400.0}
+    path.write_text(json.dumps(line) + "\n" + json.dumps({**line, "batch_id": 1})[:20])  # the second is half written
+    assert [b.records_in for b in log.read_new()] == [10]
+    with path.open("a") as f:
+        f.write(json.dumps({**line, "batch_id": 1})[20:] + "\n")
+    (second,) = log.read_new()
+    assert (second.time, second.subtopology, second.total_ms) == (1.5, 0, 400.0)
+    assert len(log.batches) == 2 and log.read_new() == []
