@@ -114,6 +114,13 @@ def _read(table_uri: str, rel_path: str) -> pa.Table:
     return pq.read_table(f"{base}/{rel_path}", filesystem=fs)
 
 
+def read_rows(table_uri: str, rel_path: str, schema: pa.Schema) -> pa.Table:
+    """One file's rows in the table's columns (``schema``, without ``partition``): files written
+    by different writers may order or type their columns differently."""
+    table = _read(table_uri, rel_path)
+    return table if table.schema == schema else table.select(schema.names).cast(schema)
+
+
 def read_data_file(table_uri: str, rel_path: str, partition: int) -> pa.Table:
     """Read one committed file back, with its ``partition`` column restored in front."""
     table = _read(table_uri, rel_path)
@@ -151,7 +158,7 @@ def merge_files(table_uri: str, partition: int, sequences: list[DataFile], *, fi
     sort by each writer's running maximum timestamp, which yields the same order. Offsets are
     reassigned densely from ``first_offset``; the input files are deleted.
     """
-    tables = [_read(table_uri, f.path).select(schema.names).cast(schema) for f in sequences]
+    tables = [read_rows(table_uri, f.path, schema) for f in sequences]
     keys = [np.maximum.accumulate(t.column(TIMESTAMP).to_numpy()) for t in tables]
     writers = [np.full(t.num_rows, i) for i, t in enumerate(tables)]
     positions = [np.arange(t.num_rows) for t in tables]
