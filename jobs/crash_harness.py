@@ -1,19 +1,21 @@
 """Kill the pageview job at random moments and inside the commit protocol; check what survives.
 
     python -m jobs.crash_harness --root /tmp/harness --trials 200
+    python -m jobs.crash_harness --root /tmp/harness-ret --trials 200 --retention on
     python -m jobs.crash_harness --root /tmp/harness-alos --trials 20 --guarantee at_least_once
 
 Each trial starts ``python -m jobs.pageview run --until-caught-up`` as its own process group and
-kills it with SIGKILL: either the driver kills itself at a named point of the commit protocol
-(``DELTASTREAMS_CRASH_AT``, every point in turn) or the harness kills the whole group after a
-random delay. After the trials, one run without kills finishes the input. Then, against
-computations that share no code with the job:
-- the latest revision of every window equals an independent pandas computation (with
-  ``--emit final``: exactly one result per window, equal to it);
-- the repartition topic holds every filtered input record exactly once;
-- no window's revisions repeat (a replayed batch would repeat them); no changelog entry repeats;
-- every local store equals its changelog replayed up to the offset the store says it applied;
-- under exactly_once, every file of every output table belongs to a decided batch (read_committed).
+kills it with SIGKILL: either the driver kills itself at a named point of the commit protocol or
+of a retention step (``DELTASTREAMS_CRASH_AT``, every point in turn) or the harness kills the
+whole group after a random delay. After the trials, one run without kills finishes the input.
+Then the checks of :mod:`jobs.harness_checks` compare what the job left with computations that
+share no code with it.
+
+``--retention on`` runs the job with aggressive retention (:data:`RETENTION_SETTINGS`: every step
+every second, small thresholds), except that removed files stay on disk for a day, so the checks
+can read every record ever committed; ``off`` turns retention off. While the job runs, the
+harness archives every commit file before log retention can delete it
+(:mod:`jobs.harness_log_archive`).
 """
 
 from __future__ import annotations
@@ -26,21 +28,35 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
-import pyarrow.compute as pc
-
-from jobs.pageview import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, generate, read_results
-from sinks._internal.delta_log import files_added
+from jobs.harness_checks import GRACE_MS, WINDOW_MS, Report, check
+from jobs.harness_log_archive import LogArchiver
+from jobs.pageview import generate
 from streams._internal.runtime.crashpoints import POINTS
 
-WINDOW_MS, GRACE_MS = 5000, 5000
 EVENTS_PER_SECOND = 300
 """Event-time rate of the harness's input: slow enough that thousands of events span many windows,
 so windows close (and emit-final emits) during a run."""
-REPARTITION = f"{APPLICATION_ID}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition"
+RETENTION_POINT_PREFIX = "retention_"
+"""Kill points inside retention steps (``sinks.retention.KILL_POINTS``), used with ``--retention on``."""
+RETENTION_SETTINGS = {
+    "enabled": "true",
+    "purge_interval_ms": 1000,
+    "compaction_interval_ms": 1000,
+    "compaction_min_files": 3,
+    "tombstone_retention_ms": 10_000,  # of stream time: the input's event time advances 300 events/s
+    "optimize_interval_ms": 1000,
+    "optimize_min_files": 3,
+    "optimize_target_file_bytes": 65_536,
+    "file_cleanup_interval_ms": 1000,
+    "orphan_file_delay_ms": 30_000,  # batches take about a second here, ten under load
+    "removed_file_delay_ms": 86_400_000,  # the checks read every file ever committed
+    "log_cleanup_interval_ms": 1000,
+    "log_keep_versions": 20,  # the archive copies new commit files every 0.1 s
+}
+"""Retention every second or so (every few batches at the harness's 100 ms commit interval)."""
 
 
 def append_events(root: str, events: int, *, seed: int, appends: int) -> None:
@@ -48,61 +64,37 @@ def append_events(root: str, events: int, *, seed: int, appends: int) -> None:
     generate(root, events, seed=seed, late_fraction=0.1, max_lateness_ms=20_000, batches=appends, events_per_second=EVENTS_PER_SECOND)
 
 
-@dataclass
-class Report:
-    guarantee: str
-    emit: str
-    trials: int = 0
-    kills: Counter = field(default_factory=Counter)
-    runs_finished_early: int = 0
-    violations: list[str] = field(default_factory=list)
-    duplicated_repartition_records: int = 0
-    missing_repartition_records: int = 0
-    repeated_revisions: int = 0
-    repeated_changelog_entries: int = 0
-    duplicated_files: int = 0
-    wrong_windows: int = 0
-    windows: int = 0
-    stores_checked: int = 0
-    seconds: float = 0.0
-
-    def summary(self) -> str:
-        lines = [
-            f"guarantee {self.guarantee}, emit {self.emit}: {self.trials} trials in {self.seconds:.0f} s "
-            f"(kills: {dict(self.kills)}; runs that finished before their kill: {self.runs_finished_early})",
-            f"  windows checked: {self.windows}, wrong: {self.wrong_windows}",
-            f"  repartition records duplicated: {self.duplicated_repartition_records}, missing: {self.missing_repartition_records}",
-            f"  repeated revisions: {self.repeated_revisions}, repeated changelog entries: {self.repeated_changelog_entries}, "
-            f"files added twice: {self.duplicated_files}",
-            f"  stores checked against their changelogs: {self.stores_checked}",
-            f"  violations: {len(self.violations)}",
-        ]
-        lines += [f"    - {v}" for v in self.violations[:20]]
-        return "\n".join(lines)
-
-
-def job_command(root: str, guarantee: str, emit: str, max_records: int, commit_interval_ms: int = 100) -> list[str]:
-    return [
+def job_command(
+    root: str, guarantee: str, emit: str, max_records: int, commit_interval_ms: int = 100, *, retention: str = "off"
+) -> list[str]:
+    command = [
         sys.executable, "-m", "jobs.pageview", "run", "--root", root, "--until-caught-up",
         "--guarantee", guarantee, "--emit", emit, "--grace-ms", str(GRACE_MS), "--window-ms", str(WINDOW_MS),
         "--commit-interval-ms", str(commit_interval_ms), "--max-records-per-batch", str(max_records), "--timeout-s", "600",
     ]
+    settings = RETENTION_SETTINGS if retention == "on" else {"enabled": "false"}
+    for key, value in settings.items():
+        command += ["--set", f"retention.{key}={value}"]
+    return command
 
 
 def run_once(command: list[str], *, crash_at: str | None, kill_after_s: float | None, log) -> str:
-    """Run the job once; returns how it ended: 'finished', 'crash-point' or 'killed'."""
+    """Run the job once, archiving its commit files meanwhile; returns how it ended:
+    'finished', 'crash-point' or 'killed'."""
     env = dict(os.environ)
     env.pop("DELTASTREAMS_CRASH_AT", None)
     if crash_at:
         env["DELTASTREAMS_CRASH_AT"] = crash_at
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
-    try:
-        process.wait(timeout=kill_after_s if kill_after_s is not None else 900)
-        ended = "finished" if process.returncode == 0 else ("crash-point" if process.returncode == -signal.SIGKILL else f"failed rc={process.returncode}")
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        ended = "killed"
+    root = command[command.index("--root") + 1]
+    with LogArchiver(root):
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
+        try:
+            process.wait(timeout=kill_after_s if kill_after_s is not None else 900)
+            ended = "finished" if process.returncode == 0 else ("crash-point" if process.returncode == -signal.SIGKILL else f"failed rc={process.returncode}")
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            ended = "killed"
     try:  # the JVM and Python workers go with their driver; make sure of it
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -111,14 +103,20 @@ def run_once(command: list[str], *, crash_at: str | None, kill_after_s: float | 
     return ended
 
 
-def run_trials(root: str, *, trials: int, guarantee: str, emit: str, max_records: int, seed: int, log, append_per_trial: int = 0) -> Report:
+def run_trials(
+    root: str, *, trials: int, guarantee: str, emit: str, max_records: int, seed: int, log, append_per_trial: int = 0, retention: str = "off"
+) -> Report:
     """``append_per_trial`` new events arrive before every trial, so each trial has work to be
     killed in, however many trials there are."""
     rng = random.Random(seed)
-    report = Report(guarantee, emit)
-    command = job_command(root, guarantee, emit, max_records)
+    report = Report(guarantee, emit, retention)
+    command = job_command(root, guarantee, emit, max_records, retention=retention)
     # at_least_once has no transaction log: no consolidation-before-commit, no decision point.
     points = POINTS if guarantee == "exactly_once" else tuple(p for p in POINTS if p not in ("after_consolidate", "after_commit"))
+    if retention != "on":
+        points = tuple(p for p in points if not p.startswith(RETENTION_POINT_PREFIX))
+    elif not any(p.startswith(RETENTION_POINT_PREFIX) for p in points):
+        print("note: the job defines no retention kill points; only random kills hit retention steps", file=log, flush=True)
     for trial in range(trials):
         if trial < len(points) or rng.random() < 0.3:
             point = points[trial % len(points)] if trial < len(points) else rng.choice(points)
@@ -142,167 +140,6 @@ def run_trials(root: str, *, trials: int, guarantee: str, emit: str, max_records
     return report
 
 
-# -- checks ---------------------------------------------------------------------------------------
-
-
-def check(root: str, report: Report) -> None:
-    from jobs.pageview_reference import final_counts, source_events
-
-    events = source_events(root)
-    expected = final_counts(events, window_ms=WINDOW_MS, grace_ms=GRACE_MS)
-    _check_counts(root, report, expected)
-    _check_repartition(root, report, events)
-    _check_revisions(root, report)
-    _check_changelogs_and_stores(root, report)
-    _check_files_added_once(root, report)
-    if report.guarantee == "exactly_once":
-        _check_read_committed(root, report)
-
-
-def _check_counts(root, report, expected) -> None:
-    want = {(r.category, r.window_start): r.count for r in expected.itertuples()}
-    got = {(r.category, r.window_start): r.count for r in read_results(root).to_pandas().itertuples()}
-    if report.emit == "final":
-        raw = read_results(root, raw=True).to_pandas()
-        per_window = raw.groupby(["category", "window_start"]).size()
-        for (category, start), n in per_window[per_window > 1].items():
-            report.repeated_revisions += n - 1
-            report.violations.append(f"window ({category}, {start}) emitted {n} final results")
-        want = {k: v for k, v in want.items() if k in _closed_windows(root, set(want))}
-    report.windows = len(want)
-    for key in sorted(set(want) | set(got)):
-        if want.get(key) != got.get(key):
-            report.wrong_windows += 1
-            if report.guarantee == "exactly_once":
-                report.violations.append(f"window {key}: count {got.get(key)}, expected {want.get(key)}")
-
-
-def _closed_windows(root, windows) -> set:
-    """Windows whose end + grace is at or below their task's final stream time (emit-final
-    emits exactly those)."""
-    from sinks import Topic, partition_for
-
-    topic = Topic.open(root, REPARTITION)
-    records = topic.read()
-    stream_time = {}
-    for p in range(topic.partitions):
-        rows = records.filter(pc.equal(records["partition"], p))
-        if rows.num_rows:
-            stream_time[p] = pc.max(rows["timestamp"]).as_py()
-    return {(c, s) for c, s in windows if s + WINDOW_MS + GRACE_MS <= stream_time.get(partition_for(c.encode(), topic.partitions), -1)}
-
-
-def _check_repartition(root, report, events) -> None:
-    from sinks import Topic
-
-    # Read commit by commit, as a downstream query does (a snapshot would hide a file added twice).
-    topic = Topic.open(root, REPARTITION)
-    table = topic.read_files(files_added(topic.uri, 0, topic.version()))
-    values = table.column("value")
-    got = Counter(zip(table["timestamp"].to_pylist(), pc.struct_field(values, "user_id").to_pylist(), pc.struct_field(values, "page_id").to_pylist(), pc.struct_field(values, "duration_s").to_pylist()))
-    source = Topic.open(root, INPUT_TOPIC).read()
-    kept = source.filter(pc.greater_equal(pc.struct_field(source["value"], "duration_s"), 30))
-    kv = kept.column("value")
-    want = Counter(zip(kept["timestamp"].to_pylist(), pc.struct_field(kv, "user_id").to_pylist(), pc.struct_field(kv, "page_id").to_pylist(), pc.struct_field(kv, "duration_s").to_pylist()))
-    report.duplicated_repartition_records = sum((got - want).values())
-    report.missing_repartition_records = sum((want - got).values())
-    if report.guarantee == "exactly_once" and (report.duplicated_repartition_records or report.missing_repartition_records):
-        report.violations.append(
-            f"repartition topic: {report.duplicated_repartition_records} duplicated, {report.missing_repartition_records} missing records"
-        )
-
-
-def _check_revisions(root, report) -> None:
-    if report.emit == "final":
-        return
-    raw = read_results(root, raw=True).sort_by([("partition", "ascending"), ("offset", "ascending")]).to_pylist()
-    last = {}
-    for row in raw:
-        key = (row["category"], row["window_start"])
-        if key in last and row["count"] <= last[key]:
-            report.repeated_revisions += 1
-            if report.guarantee == "exactly_once":
-                report.violations.append(f"window {key}: revision {row['count']} after {last[key]} (offset {row['offset']})")
-        last[key] = row["count"]
-
-
-def _check_changelogs_and_stores(root, report) -> None:
-    from sinks import Topic
-    from state import RocksDBKeyValueStore
-    from state.task_stores import APPLIED_OFFSET
-
-    topics_dir = Path(root) / "topics"
-    for changelog_dir in sorted(topics_dir.glob(f"{APPLICATION_ID}-*-changelog")):
-        changelog = Topic.open(root, changelog_dir.name).read()
-        store = changelog_dir.name[len(APPLICATION_ID) + 1 : -len("-changelog")]
-        for partition in sorted(set(changelog["partition"].to_pylist())):
-            rows = changelog.filter(pc.equal(changelog["partition"], partition)).sort_by("offset")
-            entries = list(zip(rows["key"].to_pylist(), rows["value"].to_pylist(), rows["offset"].to_pylist()))
-            previous = {}
-            for key, value, _ in entries:
-                if key in previous and previous[key] == value:
-                    report.repeated_changelog_entries += 1
-                previous[key] = value
-            path = Path(root) / "state" / APPLICATION_ID / f"1_{partition}" / store
-            if not path.exists():
-                continue
-            db = RocksDBKeyValueStore(store, path)
-            try:
-                applied = int(db.get_meta(APPLIED_OFFSET) or b"0")
-                replay = {}
-                for key, value, offset in entries:
-                    if offset < applied:
-                        if value is None:
-                            replay.pop(key, None)
-                        else:
-                            replay[key] = value
-                if dict(db.range()) != replay:
-                    report.violations.append(f"store {store} of task 1_{partition} differs from its changelog up to offset {applied}")
-                report.stores_checked += 1
-            finally:
-                db.close()
-    if report.guarantee == "exactly_once" and report.repeated_changelog_entries:
-        report.violations.append(f"{report.repeated_changelog_entries} changelog entries repeat the previous value of their key")
-
-
-def _check_files_added_once(root, report) -> None:
-    """A file added by two commits would be read twice by incremental readers."""
-    from sinks import Topic
-
-    for name in (OUTPUT_TOPIC, REPARTITION, *(p.name for p in (Path(root) / "topics").glob(f"{APPLICATION_ID}-*-changelog"))):
-        if not Topic.exists(root, name):
-            continue
-        topic = Topic.open(root, name)
-        seen = Counter(f.path for f in files_added(topic.uri, 0, topic.version()))
-        for path, n in seen.items():
-            if n > 1:
-                report.duplicated_files += 1
-                if report.guarantee == "exactly_once":
-                    report.violations.append(f"{name}: file {path} was added by {n} commits")
-
-
-def _check_read_committed(root, report) -> None:
-    from deltalake import DeltaTable
-
-    from sinks import Topic
-    from sinks._internal.delta_log import snapshot_files, read_commit
-
-    decided_files = set()
-    for log_dir in sorted((Path(root) / "transactions" / APPLICATION_ID).glob("subtopology-*")):
-        table = DeltaTable(str(log_dir))
-        for version in range(1, table.version() + 1):
-            actions = read_commit(str(log_dir), version) or []
-            info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
-            entry = json.loads(info.get("deltastreams", "{}"))
-            for publication in entry.get("tables", {}).values():
-                decided_files.update((publication["uri"], f["path"]) for f in publication["files"])
-    for name in (OUTPUT_TOPIC, REPARTITION):
-        topic = Topic.open(root, name)
-        for f in snapshot_files(topic.delta_table()):
-            if (topic.uri, f.path) not in decided_files:
-                report.violations.append(f"{name} holds {f.path}, which no decided batch lists")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", required=True, help="a fresh directory for the run's data")
@@ -313,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-records-per-batch", type=int, default=1_500)
     parser.add_argument("--guarantee", choices=("exactly_once", "at_least_once"), default="exactly_once")
     parser.add_argument("--emit", choices=("revisions", "final"), default="revisions")
+    parser.add_argument("--retention", choices=("on", "off"), default="off", help="run the job with aggressive retention settings")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--log", default=None, help="file for the job's output (default: <root>/harness.log)")
     args = parser.parse_args(argv)
@@ -332,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             log=log,
             append_per_trial=args.append_per_trial,
+            retention=args.retention,
         )
     check(root, report)
     report.seconds = time.monotonic() - started
