@@ -30,15 +30,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import pyarrow as pa
-import pyarrow.fs as pafs
-from deltalake import CommitProperties, DeltaTable
-from deltalake.exceptions import CommitFailedError
-from deltalake.transaction import AddAction, RemoveAction
+from deltalake import DeltaTable
 
 from conf.errors import RetentionError
 from sinks._internal.compaction import compact_rows
 from sinks._internal.delta_log import AddedFile, files_added, snapshot_files, table_location
-from sinks._internal.files import PARTITION, STAGING, DataFile, delete_file, filesystem_for, read_rows, write_partition_file
+from sinks._internal.exclusive import by_partition, commit_actions, remove_actions, rewrite_actions, set_properties
+from sinks._internal.files import PARTITION, DataFile, data_files, delete_file, read_rows, write_partition_file
 from sinks._internal.log_files import delete_files, list_log, removed_files
 from sinks.topics import TopicLayout
 from sinks.transaction import DecidedBatch, TransactionLog
@@ -51,7 +49,6 @@ dropped tombstones (JSON object, partition -> offset)."""
 TOMBSTONE_RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
 CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
 _DEFAULT_CHECKPOINT_INTERVAL = 100
-_INFO_KEY = "deltastreams"
 
 PURGE_AFTER_COMMIT = "retention_purge_after_commit"
 EXPIRE_AFTER_COMMIT = "retention_expire_after_commit"
@@ -133,14 +130,14 @@ class RetentionResult:
         return ", ".join(parts)
 
 
-# -- 1. consumed repartition records (Kafka's deleteRecords) -------------------------------------
+# -- consumed repartition records (Kafka's deleteRecords) ----------------------------------------
 
 
 def consumed_offsets(table: DeltaTable, consumed_version: int) -> dict[int, int]:
     """Per partition with files, the first offset not consumed by a reader that has consumed
     every version up to ``consumed_version`` (a downstream sub-topology's committed source
     position). Reads the commit files after ``consumed_version``, which log retention keeps."""
-    files = _by_partition(snapshot_files(table))
+    files = by_partition(snapshot_files(table))
     if consumed_version < 0:
         return {}
     unread: dict[int, int] = {}
@@ -154,7 +151,7 @@ def purge_consumed(table: DeltaTable, consumed: Mapping[int, int], *, on_step: O
     not yet consumed downstream), except the newest file of each partition, which carries the
     partition's end offset. Partitions not in ``consumed`` are left alone."""
     uri = table_location(table)
-    files = _by_partition(snapshot_files(table))
+    files = by_partition(snapshot_files(table))
     doomed: list[AddedFile] = []
     for partition, offset in consumed.items():
         mine = files.get(partition, [])
@@ -169,7 +166,7 @@ def purge_consumed(table: DeltaTable, consumed: Mapping[int, int], *, on_step: O
     return _remove(table, "purge", doomed, PURGE_AFTER_COMMIT, on_step, now_ms)
 
 
-# -- 3b. time and size retention of sink topics (Kafka's retention.ms, retention.bytes) ------------
+# -- time and size retention of sink topics (Kafka's retention.ms, retention.bytes) ---------------
 
 
 def expire_oldest(
@@ -185,10 +182,14 @@ def expire_oldest(
     ``retention`` (largest record timestamp against the wall clock), and then, while the
     partition would still hold at least ``retention_bytes`` without it, the oldest file. The
     newest file of each partition always stays. ``consumed`` (first offset not yet consumed, per
-    partition) protects records a reader inside the application has not read yet."""
+    partition) protects records a reader inside the application has not read yet.
+
+    The removes are data changes (Delta's protocol allows no other kind of remove without an
+    add): a Delta streaming reader outside deltastreams needs ``ignoreDeletes`` or
+    ``skipChangeCommits`` on a topic with time or size retention."""
     now = _now(now_ms)
     doomed: list[AddedFile] = []
-    for partition, mine in _by_partition(snapshot_files(table)).items():
+    for partition, mine in by_partition(snapshot_files(table)).items():
         remaining = sum(f.size for f in mine)
         for f in mine[:-1]:
             if consumed is not None and f.max_offset >= consumed.get(partition, 0):
@@ -206,9 +207,8 @@ def _remove(table: DeltaTable, step: str, doomed: list[AddedFile], point: str, o
     uri = table_location(table)
     if not doomed:
         return RetentionResult(step, uri)
-    now = _now(now_ms)
-    actions = [RemoveAction(f.path, True, now, f.size, {PARTITION: str(f.partition)}) for f in doomed]
-    version = _commit(table, actions, {"kind": step, "files": len(doomed)})
+    actions = remove_actions(doomed, data_change=True, now_ms=_now(now_ms))
+    version = commit_actions(table, actions, {"kind": step, "files": len(doomed)})
     if version is None:
         return RetentionResult(step, uri, conflict=True)
     _step(on_step, point)
@@ -222,7 +222,7 @@ def _remove(table: DeltaTable, step: str, doomed: list[AddedFile], point: str, o
     )
 
 
-# -- 2. changelog compaction (Kafka's cleanup.policy=compact) --------------------------------------
+# -- changelog compaction (Kafka's cleanup.policy=compact) -----------------------------------------
 
 
 def changelog_watermarks(table: DeltaTable) -> dict[int, int]:
@@ -239,16 +239,16 @@ def compact_changelog(
 ) -> RetentionResult:
     """Compact every partition with at least ``min_files`` files: all its files but the newest
     (Kafka's active segment) become one file holding the last record of each key at its
-    original offset, minus keys the newest file writes again (see
-    :mod:`sinks._internal.compaction`). A tombstone is dropped once its
-    partition's stream time (largest record timestamp) is ``tombstone_retention`` past it; the
-    clean watermark rises then, and is committed *before* the rewrite, so it is never lower than
-    the log needs (a crash in between only makes some stores rebuild needlessly)."""
+    original offset, minus keys the newest file writes again (:mod:`sinks._internal.compaction`).
+    A tombstone is dropped once its partition's stream time (largest record timestamp) is
+    ``tombstone_retention`` past it; the clean watermark rises then, and is committed *before*
+    the rewrite, so it is never lower than the log needs (a crash in between only makes some
+    stores rebuild needlessly)."""
     uri = table_location(table)
     layout = _layout(table, uri)
     file_schema = _file_schema(table)
     plans = []
-    for partition, mine in _by_partition(snapshot_files(table)).items():
+    for partition, mine in by_partition(snapshot_files(table)).items():
         if len(mine) < min_files:
             continue
         segment = mine[:-1]
@@ -269,14 +269,14 @@ def compact_changelog(
     version = None
     if raised:
         watermarks.update(raised)
-        if not _set_properties(table, {WATERMARKS_PROPERTY: json.dumps({str(p): o for p, o in sorted(watermarks.items())})}):
+        if not set_properties(table, {WATERMARKS_PROPERTY: json.dumps({str(p): o for p, o in sorted(watermarks.items())})}):
             return _abandon(uri, written, "compact")
         version = table.version()
         _step(on_step, COMPACT_AFTER_WATERMARK)
     removed = [f for _, segment, _, _ in plans for f in segment]
-    committed = _commit(
+    committed = commit_actions(
         table,
-        _rewrite_actions(removed, written.values()),
+        rewrite_actions(removed, written.values(), now_ms=_now(None)),
         {"kind": "compaction", "watermarks": {str(p): o for p, o in sorted(watermarks.items())}},
     )
     if committed is None:
@@ -297,7 +297,7 @@ def compact_changelog(
     )
 
 
-# -- 3. small files of sink topics (Delta's optimize) -----------------------------------------------
+# -- small files of sink topics (Delta's optimize) --------------------------------------------------
 
 
 def optimize_files(
@@ -315,7 +315,7 @@ def optimize_files(
     uri = table_location(table)
     file_schema = _file_schema(table)
     bins: list[list[AddedFile]] = []
-    for partition, mine in _by_partition(snapshot_files(table)).items():
+    for partition, mine in by_partition(snapshot_files(table)).items():
         if len(mine) < min_files:
             continue
         eligible = mine if consumed is None else [f for f in mine if f.max_offset < consumed.get(partition, 0)]
@@ -328,7 +328,8 @@ def optimize_files(
         return RetentionResult("optimize", uri)
     _step(on_step, OPTIMIZE_AFTER_WRITE)
     removed = [f for run in bins for f in run]
-    version = _commit(table, _rewrite_actions(removed, written.values()), {"kind": "optimize", "files": len(removed)})
+    actions = rewrite_actions(removed, written.values(), now_ms=_now(None))
+    version = commit_actions(table, actions, {"kind": "optimize", "files": len(removed)})
     if version is None:
         return _abandon(uri, written, "optimize")
     _step(on_step, OPTIMIZE_AFTER_COMMIT)
@@ -359,7 +360,7 @@ def _bins(files: list[AddedFile], target: int) -> list[list[AddedFile]]:
     return [b for b in bins if b]
 
 
-# -- 4. orphans and removed files --------------------------------------------------------------------
+# -- orphans and removed files -----------------------------------------------------------------------
 
 
 def delete_unreferenced(
@@ -389,7 +390,7 @@ def delete_unreferenced(
     version = None
     wanted = f"interval {_ms(removed_delay)} milliseconds"
     if table.metadata().configuration.get(TOMBSTONE_RETENTION_PROPERTY) != wanted:
-        if not _set_properties(table, {TOMBSTONE_RETENTION_PROPERTY: wanted}):
+        if not set_properties(table, {TOMBSTONE_RETENTION_PROPERTY: wanted}):
             return RetentionResult("delete_files", uri, conflict=True)
         version = table.version()
         _step(on_step, FILES_AFTER_COMMIT)
@@ -400,7 +401,7 @@ def delete_unreferenced(
     now = _now(now_ms)
     doomed: list[str] = []
     orphans = size = 0
-    for rel, info in _data_files(uri):
+    for rel, info in data_files(uri):
         if rel in keep:
             continue
         removed_at = removed.get(rel)
@@ -417,21 +418,7 @@ def delete_unreferenced(
     return RetentionResult("delete_files", uri, version=version, files_deleted=deleted, orphans_deleted=orphans, bytes_before=size)
 
 
-def _data_files(uri: str) -> list[tuple[str, pafs.FileInfo]]:
-    """(path relative to the table, file info) of every file deltastreams writes into a table's
-    directory; anything else there (the log, files of other tools) is none of our business."""
-    fs, base = filesystem_for(uri)
-    found = []
-    for top in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
-        if top.type != pafs.FileType.Directory or not (top.base_name.startswith(f"{PARTITION}=") or top.base_name == STAGING):
-            continue
-        for info in fs.get_file_info(pafs.FileSelector(top.path, recursive=True)):
-            if info.type == pafs.FileType.File:
-                found.append((info.path[len(base) + 1 :], info))
-    return found
-
-
-# -- 5. bounded Delta logs ---------------------------------------------------------------------------
+# -- bounded Delta logs ------------------------------------------------------------------------------
 
 
 def clean_log(table: DeltaTable, *, keep_versions: int, oldest_needed_version: int | None = None, on_step: OnStep = None) -> RetentionResult:
@@ -490,14 +477,6 @@ def _ms(duration: timedelta) -> int:
     return int(duration / timedelta(milliseconds=1))
 
 
-def _by_partition(files: list[AddedFile]) -> dict[int, list[AddedFile]]:
-    """Files per partition, in offset order."""
-    grouped: dict[int, list[AddedFile]] = {}
-    for f in sorted(files, key=lambda f: (f.partition, f.min_offset)):
-        grouped.setdefault(f.partition, []).append(f)
-    return grouped
-
-
 def _layout(table: DeltaTable, uri: str) -> TopicLayout:
     try:
         return TopicLayout.from_table(table.metadata().description or "", pa.schema(table.schema()))
@@ -509,49 +488,6 @@ def _file_schema(table: DeltaTable) -> pa.Schema:
     """The columns of the table's data files (the partition column lives in their paths)."""
     schema = pa.schema(table.schema())
     return schema.remove(schema.get_field_index(PARTITION))
-
-
-def _rewrite_actions(removed: list[AddedFile], added: Iterable[DataFile]) -> list:
-    now = _now(None)
-    removes = [RemoveAction(f.path, False, now, f.size, {PARTITION: str(f.partition)}) for f in removed]
-    adds = [AddAction(f.path, f.size, {PARTITION: str(f.partition)}, f.modification_time, False, f.stats_json()) for f in added]
-    return removes + adds
-
-
-def _commit(table: DeltaTable, actions: list, info: dict) -> int | None:
-    """One exclusive commit; its version, or None if another commit landed first."""
-    expected = table.version() + 1
-    try:
-        table.create_write_transaction(
-            actions,
-            mode="append",
-            schema=table.schema(),
-            partition_by=[PARTITION],
-            commit_properties=CommitProperties(custom_metadata={_INFO_KEY: json.dumps(info)}, max_commit_retries=0),
-        )
-    except CommitFailedError:
-        return None
-    _load(table, expected)
-    return expected
-
-
-def _set_properties(table: DeltaTable, properties: dict[str, str]) -> bool:
-    """One exclusive commit setting table properties; False if another commit landed first."""
-    expected = table.version() + 1
-    try:
-        table.alter.set_table_properties(properties, raise_if_not_exists=False, commit_properties=CommitProperties(max_commit_retries=0))
-    except CommitFailedError:
-        return False
-    _load(table, expected)
-    return True
-
-
-def _load(table: DeltaTable, version: int) -> None:
-    """Move ``table`` to ``version`` (the step's own commit), not past it: a later commit is
-    someone else's, which the caller must notice as such."""
-    table.update_incremental()
-    if table.version() != version:
-        table.load_as_version(version)
 
 
 def _abandon(uri: str, written: Mapping[int, DataFile], step: str) -> RetentionResult:

@@ -127,6 +127,21 @@ def read_data_file(table_uri: str, rel_path: str, partition: int) -> pa.Table:
     return table.add_column(0, PARTITION, pa.array(np.full(table.num_rows, partition, dtype=np.int32)))
 
 
+def data_files(table_uri: str) -> list[tuple[str, pafs.FileInfo]]:
+    """(path relative to the table, file info) of every file deltastreams writes into a table's
+    directory (``partition=*/``, ``_staging/``); anything else there (the log, files of other
+    tools) is left out."""
+    fs, base = filesystem_for(table_uri)
+    found = []
+    for top in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
+        if top.type != pafs.FileType.Directory or not (top.base_name.startswith(f"{PARTITION}=") or top.base_name == STAGING):
+            continue
+        for info in fs.get_file_info(pafs.FileSelector(top.path, recursive=True)):
+            if info.type == pafs.FileType.File:
+                found.append((info.path[len(base) + 1 :], info))
+    return found
+
+
 def delete_file(table_uri: str, rel_path: str) -> None:
     fs, base = filesystem_for(table_uri)
     try:
