@@ -292,15 +292,16 @@ def _check_read_committed(root, report, tables: list[TableHistory]) -> None:
             report.violations.append(f"transaction log {log_dir.name}: the harness's log archive misses versions {missing[:10]}")
         for commit in commits:
             for publication in commit.info().get("tables", {}).values():
-                decided.update((publication["uri"], f["path"]) for f in publication["files"])
+                # By table name, not URI: a root copied elsewhere keeps its meaning.
+                decided.update((publication["uri"].rstrip("/").rsplit("/", 1)[-1], f["path"]) for f in publication["files"])
     for table in tables:
         topic = Topic.open(root, table.name)
         for path in table.data_files:
-            if (topic.uri, path) not in decided:
+            if (table.name, path) not in decided:
                 report.violations.append(f"{table.name}: {path} was committed as data, but no decided batch lists it")
         by_offset = {(r["partition"], r["offset"]): r for r in table.records.to_pylist()}
         for f in topic.files():
-            if (topic.uri, f.path) in decided:
+            if (table.name, f.path) in decided:
                 continue
             if f.path not in table.rewritten_files:
                 report.violations.append(f"{table.name} holds {f.path}, which no decided batch lists")
