@@ -373,9 +373,8 @@ def delete_unreferenced(
     now_ms: int | None = None,
 ) -> RetentionResult:
     """Delete the data files under the table's directory (``partition=*/`` and ``_staging/``)
-    that its snapshot does not reference and no batch in ``decided`` lists for this table (pass
-    the last decided batch of every sub-topology writing it: decided but maybe not yet
-    published). A file the log records as removed is deleted ``removed_delay`` after its removal;
+    that its snapshot does not reference and no batch in ``decided`` lists (pass the last
+    decided batch of every sub-topology: decided but maybe not yet published). A file the log records as removed is deleted ``removed_delay`` after its removal;
     any other (an orphan: written, never committed) once its last modification is
     ``orphan_delay`` old, which keeps the files of batches still being written.
 
@@ -396,7 +395,9 @@ def delete_unreferenced(
         _step(on_step, FILES_AFTER_COMMIT)
         listing = list_log(uri)
     keep = {f.path for f in snapshot_files(table)}
-    keep |= {f.path for batch in decided for t in batch.tables.values() if t.uri.rstrip("/") == uri for f in t.files}
+    # Every table's files of the decided batches: paths are unique (a UUID each), and comparing
+    # table URIs would depend on how each side spells them.
+    keep |= {f.path for batch in decided for t in batch.tables.values() for f in t.files}
     removed = removed_files(uri, table.version(), listing)
     now = _now(now_ms)
     doomed: list[str] = []

@@ -53,11 +53,11 @@ def test_old_orphans_go_young_ones_and_referenced_files_stay(tmp_path):
 def test_files_of_a_decided_batch_stay_until_it_is_published(tmp_path):
     topic = topic_with_history(tmp_path)
     pending = orphan(topic, partition=1, age_ms=60 * MINUTE)
-    other_table = orphan(topic, age_ms=60 * MINUTE)
-    decided = DecidedBatch(7, 0, 3, 4, {"x": TablePublication(topic.uri, (pending,)), "y": TablePublication("/elsewhere", (other_table,))})
+    abandoned = orphan(topic, age_ms=60 * MINUTE)
+    decided = DecidedBatch(7, 0, 3, 4, {"x": TablePublication(topic.uri, (pending,))})
     delete_unreferenced(topic.delta_table(), decided=[decided], orphan_delay=ORPHAN, removed_delay=REMOVED)
     on_disk = files_on_disk(topic.uri)
-    assert pending.path in on_disk and other_table.path not in on_disk
+    assert pending.path in on_disk and abandoned.path not in on_disk
 
 
 def test_removed_files_go_only_once_their_removal_is_older_than_the_delay(tmp_path):
