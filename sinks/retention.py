@@ -124,7 +124,8 @@ class RetentionResult:
                 f"bytes {self.bytes_before:,} -> {self.bytes_after:,}"
             )
         if self.files_deleted:
-            parts.append(f"deleted {self.files_deleted} files ({self.orphans_deleted} orphans)")
+            orphans = f" ({self.orphans_deleted} orphans)" if self.step == "delete_files" else ""
+            parts.append(f"deleted {self.files_deleted} files{orphans}")
         if self.watermarks:
             parts.append(f"clean watermarks {dict(self.watermarks)}")
         return ", ".join(parts)
