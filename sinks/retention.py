@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from enum import Enum
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -83,12 +84,20 @@ KILL_POINTS = (
 OnStep = Callable[[str], None] | None
 
 
+class Step(Enum):
+    PURGE = "purge"
+    EXPIRE = "expire"
+    COMPACT = "compact"
+    OPTIMIZE = "optimize"
+    DELETE_FILES = "delete_files"
+    CLEAN_LOG = "clean_log"
+
+
 @dataclass(frozen=True)
 class RetentionResult:
     """What one step did to one table."""
 
-    step: str
-    """``purge``, ``expire``, ``compact``, ``optimize``, ``delete_files`` or ``clean_log``."""
+    step: Step
     uri: str
     version: int | None = None
     """The table's version after the step's own commits (the caller records it as the version
@@ -109,11 +118,13 @@ class RetentionResult:
     """Files deleted from storage (data files, or commit files and checkpoints of the log)."""
     orphans_deleted: int = 0
     """Of ``files_deleted``, data files no commit ever referenced."""
+    bytes_deleted: int = 0
+    """Data files only."""
     watermarks: Mapping[int, int] = field(default_factory=dict)
     """``compact``: every partition's clean watermark after the step."""
 
     def describe(self) -> str:
-        parts = [f"{self.step} {self.uri}"]
+        parts = [f"{self.step.value} {self.uri}"]
         if self.conflict:
             parts.append("skipped: another writer committed")
         if self.version is not None:
@@ -123,9 +134,10 @@ class RetentionResult:
                 f"files -{self.files_removed} +{self.files_added}, records {self.records_before:,} -> {self.records_after:,}, "
                 f"bytes {self.bytes_before:,} -> {self.bytes_after:,}"
             )
-        if self.files_deleted:
-            orphans = f" ({self.orphans_deleted} orphans)" if self.step == "delete_files" else ""
-            parts.append(f"deleted {self.files_deleted} files{orphans}")
+        if self.files_deleted and self.step is Step.DELETE_FILES:
+            parts.append(f"deleted {self.files_deleted} files ({self.orphans_deleted} orphans, {self.bytes_deleted:,} bytes)")
+        elif self.files_deleted:
+            parts.append(f"deleted {self.files_deleted} log files")
         if self.watermarks:
             parts.append(f"clean watermarks {dict(self.watermarks)}")
         return ", ".join(parts)
@@ -138,9 +150,9 @@ def consumed_offsets(table: DeltaTable, consumed_version: int) -> dict[int, int]
     """Per partition with files, the first offset not consumed by a reader that has consumed
     every version up to ``consumed_version`` (a downstream sub-topology's committed source
     position). Reads the commit files after ``consumed_version``, which log retention keeps."""
-    files = by_partition(snapshot_files(table))
     if consumed_version < 0:
         return {}
+    files = by_partition(snapshot_files(table))
     unread: dict[int, int] = {}
     for f in files_added(table_location(table), consumed_version, table.version()):
         unread[f.partition] = min(unread.get(f.partition, f.min_offset), f.min_offset)
@@ -164,7 +176,7 @@ def purge_consumed(table: DeltaTable, consumed: Mapping[int, int], *, on_step: O
                 uri=uri,
             )
         doomed += [f for f in mine[:-1] if f.max_offset < offset]
-    return _remove(table, "purge", doomed, PURGE_AFTER_COMMIT, on_step, now_ms)
+    return _remove(table, Step.PURGE, doomed, PURGE_AFTER_COMMIT, on_step, now_ms)
 
 
 # -- time and size retention of sink topics (Kafka's retention.ms, retention.bytes) ---------------
@@ -201,15 +213,15 @@ def expire_oldest(
                 break
             doomed.append(f)
             remaining -= f.size
-    return _remove(table, "expire", doomed, EXPIRE_AFTER_COMMIT, on_step, now_ms)
+    return _remove(table, Step.EXPIRE, doomed, EXPIRE_AFTER_COMMIT, on_step, now_ms)
 
 
-def _remove(table: DeltaTable, step: str, doomed: list[AddedFile], point: str, on_step: OnStep, now_ms: int | None) -> RetentionResult:
+def _remove(table: DeltaTable, step: Step, doomed: list[AddedFile], point: str, on_step: OnStep, now_ms: int | None) -> RetentionResult:
     uri = table_location(table)
     if not doomed:
         return RetentionResult(step, uri)
     actions = remove_actions(doomed, data_change=True, now_ms=_now(now_ms))
-    version = commit_actions(table, actions, {"kind": step, "files": len(doomed)})
+    version = commit_actions(table, actions, {"kind": step.value, "files": len(doomed)})
     if version is None:
         return RetentionResult(step, uri, conflict=True)
     _step(on_step, point)
@@ -262,7 +274,7 @@ def compact_changelog(
         if len(segment) > 1 or compacted.rows.num_rows < rows.num_rows:
             plans.append((partition, segment, rows.num_rows, compacted))
     if not plans:
-        return RetentionResult("compact", uri, watermarks=changelog_watermarks(table))
+        return RetentionResult(Step.COMPACT, uri, watermarks=changelog_watermarks(table))
     written = {p: write_partition_file(uri, p, c.rows) for p, _, _, c in plans if c.rows.num_rows}
     _step(on_step, COMPACT_AFTER_WRITE)
     watermarks = changelog_watermarks(table)
@@ -271,21 +283,21 @@ def compact_changelog(
     if raised:
         watermarks.update(raised)
         if not set_properties(table, {WATERMARKS_PROPERTY: json.dumps({str(p): o for p, o in sorted(watermarks.items())})}):
-            return _abandon(uri, written, "compact")
+            return _abandon(uri, written, Step.COMPACT)
         version = table.version()
         _step(on_step, COMPACT_AFTER_WATERMARK)
     removed = [f for _, segment, _, _ in plans for f in segment]
     committed = commit_actions(
         table,
         rewrite_actions(removed, written.values(), now_ms=_now(None)),
-        {"kind": "compaction", "watermarks": {str(p): o for p, o in sorted(watermarks.items())}},
+        {"kind": Step.COMPACT.value, "watermarks": {str(p): o for p, o in sorted(watermarks.items())}},
     )
     if committed is None:
-        _abandon(uri, written, "compact")
-        return RetentionResult("compact", uri, version=version, conflict=True, watermarks=watermarks)
+        _abandon(uri, written, Step.COMPACT)
+        return RetentionResult(Step.COMPACT, uri, version=version, conflict=True, watermarks=watermarks)
     _step(on_step, COMPACT_AFTER_COMMIT)
     return RetentionResult(
-        "compact",
+        Step.COMPACT,
         uri,
         version=committed,
         files_removed=len(removed),
@@ -326,16 +338,16 @@ def optimize_files(
         rows = pa.concat_tables([read_rows(uri, f.path, file_schema) for f in run])
         written[i] = write_partition_file(uri, run[0].partition, rows)
     if not written:
-        return RetentionResult("optimize", uri)
+        return RetentionResult(Step.OPTIMIZE, uri)
     _step(on_step, OPTIMIZE_AFTER_WRITE)
     removed = [f for run in bins for f in run]
     actions = rewrite_actions(removed, written.values(), now_ms=_now(None))
-    version = commit_actions(table, actions, {"kind": "optimize", "files": len(removed)})
+    version = commit_actions(table, actions, {"kind": Step.OPTIMIZE.value, "files": len(removed)})
     if version is None:
-        return _abandon(uri, written, "optimize")
+        return _abandon(uri, written, Step.OPTIMIZE)
     _step(on_step, OPTIMIZE_AFTER_COMMIT)
     return RetentionResult(
-        "optimize",
+        Step.OPTIMIZE,
         uri,
         version=version,
         files_removed=len(removed),
@@ -386,12 +398,12 @@ def delete_unreferenced(
     uri = table_location(table)
     listing = list_log(uri)
     if any(v > table.version() for v in listing.commits):
-        return RetentionResult("delete_files", uri, conflict=True)
+        return RetentionResult(Step.DELETE_FILES, uri, conflict=True)
     version = None
     wanted = f"interval {_ms(removed_delay)} milliseconds"
     if table.metadata().configuration.get(TOMBSTONE_RETENTION_PROPERTY) != wanted:
         if not set_properties(table, {TOMBSTONE_RETENTION_PROPERTY: wanted}):
-            return RetentionResult("delete_files", uri, conflict=True)
+            return RetentionResult(Step.DELETE_FILES, uri, conflict=True)
         version = table.version()
         _step(on_step, FILES_AFTER_COMMIT)
         listing = list_log(uri)
@@ -417,7 +429,7 @@ def delete_unreferenced(
     deleted = delete_files(uri, doomed, on_first=lambda: _step(on_step, FILES_DURING_DELETE))
     if doomed:
         _step(on_step, FILES_AFTER_DELETE)
-    return RetentionResult("delete_files", uri, version=version, files_deleted=deleted, orphans_deleted=orphans, bytes_before=size)
+    return RetentionResult(Step.DELETE_FILES, uri, version=version, files_deleted=deleted, orphans_deleted=orphans, bytes_deleted=size)
 
 
 # -- bounded Delta logs ------------------------------------------------------------------------------
@@ -447,14 +459,14 @@ def clean_log(table: DeltaTable, *, keep_versions: int, oldest_needed_version: i
         bound = min(bound, oldest_needed_version)
     cut = listing.newest_checkpoint(bound)
     if cut is None:
-        return RetentionResult("clean_log", uri)
+        return RetentionResult(Step.CLEAN_LOG, uri)
     # Oldest first: a crash part-way leaves a contiguous run of commit files after a gap.
     doomed = [listing.commits[v] for v in sorted(listing.commits) if v < cut]
     doomed += [p for v in sorted(listing.checkpoints) if v < cut for p in listing.checkpoints[v]]
     deleted = delete_files(uri, doomed, on_first=lambda: _step(on_step, LOG_DURING_DELETE))
     if doomed:
         _step(on_step, LOG_AFTER_DELETE)
-    return RetentionResult("clean_log", uri, files_deleted=deleted)
+    return RetentionResult(Step.CLEAN_LOG, uri, files_deleted=deleted)
 
 
 def clean_transaction_log(txlog: TransactionLog, *, keep_versions: int, on_step: OnStep = None) -> RetentionResult:
@@ -492,9 +504,9 @@ def _file_schema(table: DeltaTable) -> pa.Schema:
     return schema.remove(schema.get_field_index(PARTITION))
 
 
-def _abandon(uri: str, written: Mapping[int, DataFile], step: str) -> RetentionResult:
+def _abandon(uri: str, written: Mapping[int, DataFile], step: Step) -> RetentionResult:
     """The commit lost against another writer: the files written for it are nobody's."""
     for f in written.values():
         delete_file(uri, f.path)
-    log.info("%s of %s skipped: another writer committed first", step, uri)
+    log.info("%s of %s skipped: another writer committed first", step.value, uri)
     return RetentionResult(step, uri, conflict=True)

@@ -85,3 +85,9 @@ def test_nothing_to_purge_commits_nothing(tmp_path):
     result = purge_consumed(topic.delta_table(), {0: 2, 1: 2})
     assert result.version is None and not result.conflict
     assert topic.version() == 1
+
+
+def test_the_result_describes_the_step_in_one_log_line(tmp_path):
+    topic = repartition_topic(tmp_path)
+    line = purge_consumed(topic.delta_table(), {0: 10, 1: 10}).describe()
+    assert line.startswith(f"purge {topic.uri}, version 6, files -8 +0, records 16 -> 0, bytes ") and line.endswith(" -> 0")
