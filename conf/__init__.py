@@ -2,5 +2,6 @@
 ``defaults.toml``."""
 
 from conf.config import BadRecordPolicy, Guarantee, StreamsConfig
+from conf.retention import RetentionConfig
 
-__all__ = ["BadRecordPolicy", "Guarantee", "StreamsConfig"]
+__all__ = ["BadRecordPolicy", "Guarantee", "RetentionConfig", "StreamsConfig"]

@@ -12,7 +12,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from conf._parse import boolean, enum_value
 from conf.errors import ConfigError
+from conf.retention import PREFIX as RETENTION_PREFIX
+from conf.retention import RetentionConfig
 
 _APPLICATION_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -54,6 +57,8 @@ class StreamsConfig:
     max_records_per_batch: int = 1_000_000
     """Upper bound of records read per micro-batch and source topic."""
     master: str = "local[2]"
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
+    """What a running application removes, and when (``[retention]`` in ``defaults.toml``)."""
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     """Free-form Spark settings, the only escape hatch."""
 
@@ -101,42 +106,49 @@ class StreamsConfig:
         """Defaults from ``conf/defaults.toml``, then ``file`` (TOML), then ``settings``.
 
         Keys use the boundary names (``commit_interval_ms``, ``processing_guarantee``, ...).
+        Retention settings are a ``[retention]`` table in files, and either a nested mapping
+        (``{"retention": {"purge_interval_ms": 100}}``) or dotted keys
+        (``retention.purge_interval_ms``, as ``--set`` gives them) in ``settings``; each layer
+        overrides single keys of the table, not the whole table.
         """
-        merged: dict[str, Any] = tomllib.loads(resources.files("conf").joinpath("defaults.toml").read_text())
+        merged: dict[str, Any] = _flat(tomllib.loads(resources.files("conf").joinpath("defaults.toml").read_text()))
         if file is not None:
             try:
-                merged.update(tomllib.loads(Path(file).read_text()))
+                merged.update(_flat(tomllib.loads(Path(file).read_text())))
             except FileNotFoundError:
                 raise ConfigError(f"configuration file {file} does not exist", setting="file") from None
             except tomllib.TOMLDecodeError as e:
                 raise ConfigError(f"configuration file {file} is not valid TOML: {e}", setting="file") from None
-        merged.update(settings or {})
+        merged.update(_flat(settings or {}))
         return cls._from_boundary(merged)
 
     @classmethod
     def _from_boundary(cls, raw: Mapping[str, Any]) -> StreamsConfig:
-        known = {f.name for f in fields(cls)} | {"commit_interval_ms"}
-        unknown = sorted(set(raw) - known)
+        known = {f.name for f in fields(cls)} - {"retention"} | {"commit_interval_ms"}
+        unknown = sorted(k for k in set(raw) - known if not k.startswith(RETENTION_PREFIX))
         if unknown:
             raise ConfigError(
                 f"unknown setting(s) {unknown}; known settings are {sorted(known - {'commit_interval'})}",
                 setting=unknown[0],
             )
-        values = dict(raw)
+        values = {k: v for k, v in raw.items() if not k.startswith(RETENTION_PREFIX)}
+        values["retention"] = RetentionConfig.from_boundary(
+            {k[len(RETENTION_PREFIX) :]: v for k, v in raw.items() if k.startswith(RETENTION_PREFIX)}
+        )
         if "application_id" not in values:
             raise ConfigError("application_id is required", setting="application_id")
         try:
             if "commit_interval_ms" in values:
                 values["commit_interval"] = timedelta(milliseconds=float(values.pop("commit_interval_ms")))
             if "processing_guarantee" in values:
-                values["processing_guarantee"] = _enum(Guarantee, values["processing_guarantee"], "processing_guarantee")
+                values["processing_guarantee"] = enum_value(Guarantee, values["processing_guarantee"], "processing_guarantee")
             if "on_bad_record" in values:
-                values["on_bad_record"] = _enum(BadRecordPolicy, values["on_bad_record"], "on_bad_record")
+                values["on_bad_record"] = enum_value(BadRecordPolicy, values["on_bad_record"], "on_bad_record")
             for name in ("num_partitions", "max_records_per_batch"):
                 if name in values:
                     values[name] = int(values[name])
             if "caching" in values:
-                values["caching"] = _boolean(values["caching"], "caching")
+                values["caching"] = boolean(values["caching"], "caching")
         except ValueError as e:
             raise ConfigError(f"invalid configuration value: {e}") from None
         values["late_records_topic"] = values.get("late_records_topic") or None
@@ -144,22 +156,14 @@ class StreamsConfig:
         return cls(**values)
 
 
-def _enum(kind: type[Enum], value: Any, setting: str) -> Any:
-    if isinstance(value, kind):
-        return value
-    try:
-        return kind(str(value).lower())
-    except ValueError:
-        choices = ", ".join(m.value for m in kind)
-        raise ConfigError(f"{setting} must be one of {choices}, got {value!r}", setting=setting) from None
 
-
-def _boolean(value: Any, setting: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes", "on"):
-        return True
-    if text in ("false", "0", "no", "off"):
-        return False
-    raise ConfigError(f"{setting} must be true or false, got {value!r}", setting=setting)
+def _flat(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"retention": {"x": 1}}`` -> ``{"retention.x": 1}``; other keys unchanged."""
+    flat = {k: v for k, v in settings.items() if k != "retention"}
+    table = settings.get("retention", {})
+    if isinstance(table, RetentionConfig):
+        raise ConfigError("pass retention settings as a mapping of boundary keys, or use with_overrides(retention=...)", setting="retention")
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"retention must be a table of settings, got {table!r}", setting="retention")
+    flat.update({f"{RETENTION_PREFIX}{k}": v for k, v in table.items()})
+    return flat

@@ -74,6 +74,31 @@ class SchemaMismatchError(TopicError):
         self.column = column
 
 
+class LogRetentionError(DeltaStreamsError):
+    """A reader asked for commits of a Delta table whose commit files log retention has deleted
+    (Kafka's OffsetOutOfRange). ``uri`` is the table, ``version`` the first missing commit.
+
+    Inside an application this means a reader fell further behind than the retained history
+    allows (``retention.log_keep_versions``) or something else deleted the log; an outside reader
+    must start again from the table's current snapshot.
+    """
+
+    def __init__(self, message: str, *, uri: str, version: int) -> None:
+        super().__init__(message)
+        self.uri = uri
+        self.version = version
+
+
+class RetentionError(DeltaStreamsError):
+    """A retention step was asked to do something that would break the log (remove records not
+    yet consumed, past a partition's end). Nothing was changed; fix what the caller passes.
+    ``uri`` is the table."""
+
+    def __init__(self, message: str, *, uri: str) -> None:
+        super().__init__(message)
+        self.uri = uri
+
+
 class RecordError(DeltaStreamsError):
     """A record cannot be processed (null key where one is needed, missing field, wrong type).
 

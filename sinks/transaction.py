@@ -110,16 +110,36 @@ class TransactionLog:
         version = self._table.transaction_version(EPOCH_APP)
         return -1 if version is None else version
 
+    @property
+    def table(self) -> DeltaTable:
+        """The log's Delta table, as this instance last loaded it."""
+        return self._table
+
     def last_decided(self) -> DecidedBatch | None:
         """The latest ``commit`` entry, scanning back from the head of the log."""
+        found = self._last_commit_entry()
+        return found[1] if found is not None else None
+
+    def last_decided_version(self) -> int | None:
+        """The log version holding the latest ``commit`` entry (log retention keeps it)."""
+        found = self._last_commit_entry()
+        return found[0] if found is not None else None
+
+    def _last_commit_entry(self) -> tuple[int, DecidedBatch] | None:
         self._table.update_incremental()
+        if self._table.transaction_version(COMMIT_APP) is None:
+            return None  # nothing ever decided (the txn version survives log cleanup, in checkpoints)
         for version in range(self._table.version(), 0, -1):
             actions = read_commit(self.uri, version)
             if actions is None:
-                break
+                raise CommitError(
+                    f"the transaction log {self.uri} no longer holds its last decided batch (commit files up to version "
+                    f"{version} are gone): something other than deltastreams' log retention deleted them. The application "
+                    "cannot tell where it stopped; restore the log's files or start it as a new application"
+                )
             entry = _entry(actions)
             if entry.get("kind") == "commit":
-                return DecidedBatch.from_json(entry)
+                return version, DecidedBatch.from_json(entry)
         return None
 
     # -- writing ------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from streams._internal.runtime.plan import BatchSettings, ShippedTopology
 from streams._internal.runtime.planner import Planner
 from streams._internal.runtime.progress import Progress, query_listener
 from streams._internal.runtime.registry import TopicRegistry
+from streams._internal.runtime.retention import Retention
 from streams._internal.runtime.timing import Phases
 from streams._internal.spark.session import spark_session
 from streams._internal.spark.job import TriggerJob
@@ -69,6 +70,7 @@ class StreamsApp:
         self.trigger: Trigger | None = None
         self.query = None
         self.checkpoint: str | None = None
+        self.retention: Retention | None = None
         self._listener = None
         self._checkpoint_restarts = 0
         self.log_file: str | None = None
@@ -113,6 +115,8 @@ class StreamsApp:
         self.trigger = Trigger(planner, job, self.committer, self.registry, self.progress)
         self.trigger.ticks = TickChannel()
         self.trigger.watcher = InputWatcher(uris, self.trigger.consumed, self.trigger.ticks.tick, self._poll_interval_s)
+        if self.config.retention.enabled:
+            self.retention = Retention(self.config.retention, self.topology, self.registry, self.committer, self.trigger.commit_lock)
         # A crash between two sub-topologies' commits leaves repartition records committed but
         # not consumed: process them before new input arrives (no trigger would come for them).
         with phases.time("backlog"):
@@ -176,6 +180,8 @@ class StreamsApp:
             time.sleep(0.01)
         if not self.trigger.watcher.is_alive():
             self.trigger.watcher.start()
+        if self.retention is not None and not self.retention.is_alive():
+            self.retention.start()
         if self.trigger.watcher.pending():
             self.trigger.ticks.tick()
         log.info("query started: %d sub-topologies, %d tasks", len(self.topology.subtopologies), sum(self.registry.tasks(s) for s in self.topology.subtopologies))
@@ -183,6 +189,8 @@ class StreamsApp:
     def stop(self, *, graceful_timeout_s: float = 60.0) -> None:
         """Stop between triggers: no new trigger starts, the running one finishes and Spark
         records it, then the query stops and the task hosts on this machine exit."""
+        if self.retention is not None:
+            self.retention.stop()
         if self.trigger is not None:
             self.trigger.watcher.stop()
             self.trigger.stopping = True

@@ -1,11 +1,13 @@
 """The Spark runtime's entry points for tools (benchmarks, the crash harness).
 
 ``spark_session(config)`` is the session ``StreamsApp`` starts when none is given;
-``CRASH_POINTS`` names the points of the commit protocol where ``DELTASTREAMS_CRASH_AT`` makes the
+``CRASH_POINTS`` names the points of the commit protocol (``COMMIT_CRASH_POINTS``) and of the
+retention steps where ``DELTASTREAMS_CRASH_AT`` makes the
 driver kill itself (see docs/exactly-once.md).
 """
 
+from streams._internal.runtime.crashpoints import COMMIT_POINTS as COMMIT_CRASH_POINTS
 from streams._internal.runtime.crashpoints import POINTS as CRASH_POINTS
 from streams._internal.spark.session import spark_session
 
-__all__ = ["CRASH_POINTS", "spark_session"]
+__all__ = ["COMMIT_CRASH_POINTS", "CRASH_POINTS", "spark_session"]

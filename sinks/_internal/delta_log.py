@@ -1,9 +1,12 @@
 """The parts of a topic's Delta log deltastreams needs: which files versions added, where each
 partition ends, and atomic commits of files written elsewhere.
 
-Topics are append-only, so the records a version range holds are exactly the files its commits
-added with ``dataChange = true``; reading those commit files is O(new commits), whatever the
-table's size.
+Records are only ever appended: retention removes whole files (``dataChange = true``, records
+that are gone) or rewrites them (``dataChange = false``, the same records at the same offsets),
+so the records a version range holds are exactly the files its commits added with
+``dataChange = true``; reading those commit files is O(new commits), whatever the table's size.
+Log retention deletes old commit files, never one a reader still has to read: a reader asking
+for one gets :class:`LogRetentionError`.
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.transaction import AddAction
 
+from conf.errors import LogRetentionError
 from sinks._internal.files import PARTITION, DataFile, filesystem_for
 
 
@@ -28,6 +33,16 @@ class AddedFile:
     num_records: int
     min_offset: int
     max_offset: int
+    size: int = -1
+    """Bytes; -1 where unknown (files named by a reader, not read from a snapshot)."""
+    max_timestamp: int = -1
+
+
+def table_location(table: DeltaTable) -> str:
+    """The table's URI as deltastreams spells it: a local path for local tables (delta-rs says
+    ``file:///...``), the URI otherwise; no trailing slash."""
+    uri = table.table_uri.rstrip("/")
+    return unquote(uri[len("file://") :]) if uri.startswith("file://") else uri
 
 
 def commit_path(table_uri: str, version: int) -> str:
@@ -65,26 +80,39 @@ def snapshot_files(table: DeltaTable) -> list[AddedFile]:
     paths = actions.column("path").to_pylist()
     parts = actions.column(f"partition.{PARTITION}").to_pylist()
     counts = actions.column("num_records").to_pylist()
-    mins = actions.column("min.offset").to_pylist() if "min.offset" in columns else [-1] * len(paths)
-    maxs = actions.column("max.offset").to_pylist() if "max.offset" in columns else [-1] * len(paths)
+    unknown = [-1] * len(paths)
+    mins = actions.column("min.offset").to_pylist() if "min.offset" in columns else unknown
+    maxs = actions.column("max.offset").to_pylist() if "max.offset" in columns else unknown
+    sizes = actions.column("size_bytes").to_pylist()
+    stamps = actions.column("max.timestamp").to_pylist() if "max.timestamp" in columns else unknown
     return [
-        AddedFile(path=p, partition=int(q), num_records=int(n), min_offset=int(lo), max_offset=int(hi))
-        for p, q, n, lo, hi in zip(paths, parts, counts, mins, maxs, strict=True)
+        AddedFile(path=unquote(p), partition=int(q), num_records=int(n), min_offset=int(lo), max_offset=int(hi), size=int(b), max_timestamp=int(t))
+        for p, q, n, lo, hi, b, t in zip(paths, parts, counts, mins, maxs, sizes, stamps, strict=True)
     ]
 
 
 def files_added(table_uri: str, after_version: int | None, up_to_version: int) -> list[AddedFile]:
     """Files committed in versions ``(after_version, up_to_version]``; all files if ``after_version``
-    is None. Falls back to diffing snapshots when old commit files were cleaned up."""
+    is None.
+
+    A snapshot diff cannot stand in for commit files cleaned up by log retention: files rewritten
+    with ``dataChange = false`` would look new and be read twice. So a missing commit file is an
+    error (:class:`LogRetentionError`), as Kafka's OffsetOutOfRange is for a consumer that fell
+    behind retention.
+    """
     if after_version is None or after_version < 0:
         return snapshot_files(DeltaTable(table_uri, version=up_to_version))
     added: list[AddedFile] = []
     for version in range(after_version + 1, up_to_version + 1):
         actions = read_commit(table_uri, version)
         if actions is None:
-            before = {f.path for f in snapshot_files(DeltaTable(table_uri, version=after_version))}
-            after = snapshot_files(DeltaTable(table_uri, version=up_to_version))
-            return [f for f in after if f.path not in before]
+            raise LogRetentionError(
+                f"the commit file of version {version} of {table_uri} is gone (log retention, "
+                f"retention.log_keep_versions): versions ({after_version}, {up_to_version}] cannot be read "
+                "commit by commit; a reader must keep up within the retained versions, or start again from the snapshot",
+                uri=table_uri,
+                version=version,
+            )
         added.extend(_added_file(a["add"]) for a in actions if "add" in a and a["add"].get("dataChange", True))
     return added
 

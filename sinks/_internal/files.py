@@ -163,10 +163,32 @@ def _read(table_uri: str, rel_path: str) -> pa.Table:
     return pq.read_table(f"{base}/{rel_path}", filesystem=fs)
 
 
+def read_rows(table_uri: str, rel_path: str, schema: pa.Schema) -> pa.Table:
+    """One file's rows in the table's columns (``schema``, without ``partition``): files written
+    by different writers may order or type their columns differently."""
+    table = _read(table_uri, rel_path)
+    return table if table.schema == schema else table.select(schema.names).cast(schema)
+
+
 def read_data_file(table_uri: str, rel_path: str, partition: int) -> pa.Table:
     """Read one committed file back, with its ``partition`` column restored in front."""
     table = _read(table_uri, rel_path)
     return table.add_column(0, PARTITION, pa.array(np.full(table.num_rows, partition, dtype=np.int32)))
+
+
+def data_files(table_uri: str) -> list[tuple[str, pafs.FileInfo]]:
+    """(path relative to the table, file info) of every file deltastreams writes into a table's
+    directory (``partition=*/``, ``_staging/``); anything else there (the log, files of other
+    tools) is left out."""
+    fs, base = filesystem_for(table_uri)
+    found = []
+    for top in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
+        if top.type != pafs.FileType.Directory or not (top.base_name.startswith(f"{PARTITION}=") or top.base_name == STAGING):
+            continue
+        for info in fs.get_file_info(pafs.FileSelector(top.path, recursive=True)):
+            if info.type == pafs.FileType.File:
+                found.append((info.path[len(base) + 1 :], info))
+    return found
 
 
 def delete_file(table_uri: str, rel_path: str) -> None:
@@ -200,7 +222,7 @@ def merge_files(table_uri: str, partition: int, sequences: list[DataFile], *, fi
     sort by each writer's running maximum timestamp, which yields the same order. Offsets are
     reassigned densely from ``first_offset``; the input files are deleted.
     """
-    tables = [_read(table_uri, f.path).select(schema.names).cast(schema) for f in sequences]
+    tables = [read_rows(table_uri, f.path, schema) for f in sequences]
     keys = [np.maximum.accumulate(t.column(TIMESTAMP).to_numpy()) for t in tables]
     writers = [np.full(t.num_rows, i) for i, t in enumerate(tables)]
     positions = [np.arange(t.num_rows) for t in tables]

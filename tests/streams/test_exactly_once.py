@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -11,15 +12,17 @@ import pytest
 
 from jobs import crash_harness
 from sinks.transaction import TransactionLog
-from streams._internal.runtime.crashpoints import POINTS
+from streams.runtime import COMMIT_CRASH_POINTS as POINTS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-def harness(root, *, trials, guarantee, emit="revisions", events=6000, max_records=1000):
+def harness(root, *, trials, guarantee, emit="revisions", events=6000, max_records=1000, retention="off"):
     crash_harness.append_events(str(root), events, seed=11, appends=6)
     with open(root / "harness.log", "a") as log:
-        report = crash_harness.run_trials(str(root), trials=trials, guarantee=guarantee, emit=emit, max_records=max_records, seed=3, log=log)
+        report = crash_harness.run_trials(
+            str(root), trials=trials, guarantee=guarantee, emit=emit, max_records=max_records, seed=3, log=log, retention=retention
+        )
     crash_harness.check(str(root), report)
     return report
 
@@ -29,6 +32,14 @@ def test_kills_at_every_commit_protocol_point_and_at_random_leave_exactly_once_r
     assert set(report.kills) >= set(POINTS), report.summary()  # every named point was hit
     assert report.violations == [], report.summary()
     assert report.windows > 0 and report.stores_checked > 0
+
+
+def test_retention_running_under_kills_removes_files_and_leaves_exactly_once_results(tmp_path):
+    report = harness(tmp_path, trials=3, guarantee="exactly_once", retention="on")
+    assert report.violations == [], report.summary()
+    assert report.windows > 0 and report.stores_checked > 0
+    live, ever = map(int, re.match(r"(\d+) of (\d+) files live", next(s for n, s in report.tables.items() if n.endswith("repartition"))).groups())
+    assert live < ever, report.summary()  # consumed repartition records were purged
 
 
 def test_emit_final_survives_kills_with_one_result_per_closed_window(tmp_path):

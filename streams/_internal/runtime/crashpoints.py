@@ -11,7 +11,12 @@ import signal
 import sys
 from collections import Counter
 
-POINTS = ("after_data_files", "after_consolidate", "after_commit", "during_publication", "before_spark_commit")
+from sinks.retention import KILL_POINTS as RETENTION_POINTS
+
+COMMIT_POINTS = ("after_data_files", "after_consolidate", "after_commit", "during_publication", "before_spark_commit")
+POINTS = COMMIT_POINTS + RETENTION_POINTS
+"""The commit protocol's points (docs/exactly-once.md), then those inside retention steps
+(docs/retention.md)."""
 _reached: Counter[str] = Counter()
 
 

@@ -63,7 +63,7 @@ class InputWatcher(threading.Thread):
         self.interval_s = interval_s
         self._tables = {t: DeltaTable(uri) for t, uri in self.uris.items()}
         self._latest = {t: table.version() for t, table in self._tables.items()}
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
 
     def latest(self) -> dict[str, int]:
         return dict(self._latest)
@@ -72,7 +72,7 @@ class InputWatcher(threading.Thread):
         return any(version > self.consumed(t) for t, version in self._latest.items())
 
     def run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        while not self._stopping.wait(self.interval_s):
             try:
                 for topic, table in self._tables.items():
                     table.update_incremental()
@@ -84,4 +84,4 @@ class InputWatcher(threading.Thread):
                 self.on_input()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()

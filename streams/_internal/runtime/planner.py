@@ -115,6 +115,7 @@ class Planner:
                     partition,
                     registry.next_offsets(topic)[partition],
                     registry.recent_files(topic, partition),
+                    registry.watermark(topic, partition),
                 )
                 for store, topic in changelogs.items()
             }

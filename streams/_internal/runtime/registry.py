@@ -20,6 +20,7 @@ import pyarrow as pa
 from conf import StreamsConfig
 from conf.errors import CommitError, TopicNotFoundError
 from sinks import AddedFile, Topic, TopicLayout, create_topic_with_layout, end_offsets, topic_uri
+from sinks.retention import changelog_watermarks
 from streams._internal.processing.task import DEAD_LETTER_VALUE
 from streams._internal.runtime.plan import TopicTarget
 from topology.graph import SubTopology, Topology
@@ -42,6 +43,8 @@ class _Entry:
     """The version this application last saw or wrote."""
     recent_files: dict[int, tuple[AddedFile, ...]] = field(default_factory=dict)
     """Per partition, the files the last commit added (changelogs: spares tasks a log scan)."""
+    watermarks: dict[int, int] = field(default_factory=dict)
+    """Changelogs: per partition, the offset below which compaction may have dropped tombstones."""
 
 
 class TopicRegistry:
@@ -131,6 +134,7 @@ class TopicRegistry:
         entry.version = table.version()
         ends = end_offsets(table)
         entry.next_offsets = [ends.get(p, 0) for p in range(topic.partitions)]
+        entry.watermarks = changelog_watermarks(table)
 
     def ensure_created(self, logical: str, layout: TopicLayout) -> None:
         entry = self._entries[logical]
@@ -180,6 +184,12 @@ class TopicRegistry:
             entry.next_offsets[f.partition] = max(entry.next_offsets[f.partition], f.max_offset + 1)
             by_partition.setdefault(f.partition, []).append(AddedFile(f.path, f.partition, f.num_records, f.min_offset, f.max_offset))
         entry.recent_files.update({p: tuple(fs) for p, fs in by_partition.items()})
+
+    def watermark(self, logical: str, partition: int) -> int:
+        return self._entries[logical].watermarks.get(partition, 0)
+
+    def set_watermarks(self, logical: str, watermarks) -> None:
+        self._entries[logical].watermarks = dict(watermarks)
 
     def recent_files(self, logical: str, partition: int) -> tuple[AddedFile, ...]:
         return self._entries[logical].recent_files.get(partition, ())

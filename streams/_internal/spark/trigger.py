@@ -83,6 +83,9 @@ class Trigger:
         self.in_batch = threading.Lock()
         self.last_batch_id = -1
         self.history: list[BatchMetrics] = []
+        self.commit_lock = threading.Lock()
+        """Held while planning and committing: retention steps take it too, so a step and a
+        commit never interleave on a table."""
         self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltastreams-staged-cleanup")
 
     def __call__(self, batch_df, batch_id: int) -> None:
@@ -103,14 +106,15 @@ class Trigger:
         backlog); returns whether anything ran."""
         started_at, started = time.time(), time.perf_counter()
         phases = Phases()
-        with phases.time("plan"):
+        with phases.time("plan"), self.commit_lock:
             trigger = self.planner.plan(batch_id, latest, self.committer.position)
         if trigger.empty:
             return False
         with phases.time("tasks"):
             outcomes = self.job.run(trigger.plan)
         job_seconds = time.perf_counter() - started
-        self._commit(trigger, outcomes, phases, started, started_at, job_seconds)
+        with self.commit_lock:
+            self._commit(trigger, outcomes, phases, started, started_at, job_seconds)
         return True
 
     def _commit(self, trigger: TriggerPlan, outcomes: list[TaskOutcome], phases: Phases, started: float, started_at: float, job_seconds: float) -> None:

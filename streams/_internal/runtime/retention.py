@@ -1,0 +1,167 @@
+"""Retention while the application runs: each step of :mod:`sinks.retention` on the tables this
+application writes, at its interval, between commits.
+
+- purge: repartition records every reading sub-topology has committed as consumed (Kafka's
+  ``deleteRecords`` after a commit);
+- compact: changelogs (last record per key; old tombstones dropped, clean watermarks raised, so
+  a store behind a watermark is rebuilt from scratch: :mod:`state.task_stores`);
+- optimize (and, if configured, time/size retention): sink topics and the dead-letter topic;
+- delete files: unreferenced data files of every table written, once old enough, never a file
+  a decided batch lists;
+- clean logs: old commit files of those tables (never one a downstream still has to read) and of
+  the transaction logs (never the last decided entry).
+
+Steps run on a thread of their own while the next trigger's tasks run, holding the commit lock:
+a step and a sub-topology's commit never interleave on a table, so every step commits
+exclusively against the version the application last wrote and the registry records what it
+committed. Every step can be killed at its named points (``DELTASTREAMS_CRASH_AT``) and recovers
+by itself: see docs/retention.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from conf.retention import RetentionConfig
+from sinks.retention import (
+    RetentionResult,
+    changelog_watermarks,
+    clean_log,
+    clean_transaction_log,
+    compact_changelog,
+    consumed_offsets,
+    delete_unreferenced,
+    expire_oldest,
+    optimize_files,
+    purge_consumed,
+)
+from streams._internal.runtime.committer import Committer
+from streams._internal.runtime.crashpoints import crash_point
+from streams._internal.runtime.registry import TopicRegistry
+from topology.graph import Topology
+
+log = logging.getLogger("deltastreams")
+
+
+class Retention(threading.Thread):
+    def __init__(self, config: RetentionConfig, topology: Topology, registry: TopicRegistry, committer: Committer, lock: threading.Lock) -> None:
+        super().__init__(name="deltastreams-retention", daemon=True)
+        self.config = config
+        self.registry = registry
+        self.committer = committer
+        self.lock = lock
+        internal = topology.internal_topics
+        self.readers = {t: [s.id for s in topology.subtopologies if t in s.source_topics] for t in internal}
+        self.changelogs = sorted(registry.changelog_topics)
+        self.outputs = sorted({t for s in topology.subtopologies for t in registry.written_by(s)})
+        self.sinks = [t for t in self.outputs if t not in internal and t not in registry.changelog_topics]
+        self._stopping = threading.Event()
+        self._last: dict[str, float] = {}
+        self.results: list[RetentionResult] = []
+
+    def stop(self) -> None:
+        """No new step starts; waits for the one running."""
+        self._stopping.set()
+        if self.is_alive():
+            self.join()
+
+    def run(self) -> None:
+        steps: list[tuple[str, float, Callable[[], None]]] = [
+            ("purge", self.config.purge_interval.total_seconds(), self.purge),
+            ("compact", self.config.compaction_interval.total_seconds(), self.compact),
+            ("optimize", self.config.optimize_interval.total_seconds(), self.optimize),
+            ("files", self.config.file_cleanup_interval.total_seconds(), self.delete_files),
+            ("logs", self.config.log_cleanup_interval.total_seconds(), self.clean_logs),
+        ]
+        started = time.monotonic()
+        tick = min(1.0, *(interval for _, interval, _ in steps))
+        while not self._stopping.wait(tick):
+            for name, interval, step in steps:
+                if self._stopping.is_set():
+                    return
+                if time.monotonic() - self._last.get(name, started) < interval:
+                    continue
+                self._last[name] = time.monotonic()
+                try:
+                    step()
+                except Exception:  # noqa: BLE001 - retention must never stop the application
+                    log.warning("retention step %s failed; it runs again next interval", name, exc_info=True)
+
+    # -- the steps ----------------------------------------------------------------------------
+
+    def purge(self) -> None:
+        for topic, readers in self.readers.items():
+            if not readers or not self.registry.exists(topic):
+                continue
+            with self.lock:
+                consumed = min(self.committer.position(s, topic) for s in readers)
+                table = self.registry.delta_table(topic)
+                self._record(topic, purge_consumed(table, consumed_offsets(table, consumed), on_step=crash_point))
+
+    def compact(self) -> None:
+        for topic in self.changelogs:
+            with self.lock:
+                result = compact_changelog(
+                    self.registry.delta_table(topic),
+                    min_files=self.config.compaction_min_files,
+                    tombstone_retention=self.config.tombstone_retention,
+                    on_step=crash_point,
+                )
+                self._record(topic, result)
+                self.registry.set_watermarks(topic, result.watermarks or changelog_watermarks(self.registry.delta_table(topic)))
+
+    def optimize(self) -> None:
+        for topic in self.sinks:
+            if not self.registry.exists(topic):
+                continue
+            with self.lock:
+                table = self.registry.delta_table(topic)
+                self._record(
+                    topic,
+                    optimize_files(table, min_files=self.config.optimize_min_files, target_file_bytes=self.config.optimize_target_file_bytes, on_step=crash_point),
+                )
+            if self.config.sink_retention is not None or self.config.sink_retention_bytes is not None:
+                with self.lock:
+                    table = self.registry.delta_table(topic)
+                    self._record(
+                        topic,
+                        expire_oldest(table, retention=self.config.sink_retention, retention_bytes=self.config.sink_retention_bytes, on_step=crash_point),
+                    )
+
+    def delete_files(self) -> None:
+        for topic in self.outputs:
+            if not self.registry.exists(topic):
+                continue
+            with self.lock:
+                decided = [b for b in self.committer.last.values() if b is not None]
+                result = delete_unreferenced(
+                    self.registry.delta_table(topic),
+                    decided=decided,
+                    orphan_delay=self.config.orphan_file_delay,
+                    removed_delay=self.config.removed_file_delay,
+                    on_step=crash_point,
+                )
+                self._record(topic, result)
+
+    def clean_logs(self) -> None:
+        for topic in self.outputs:
+            if not self.registry.exists(topic):
+                continue
+            with self.lock:
+                readers = self.readers.get(topic, [])
+                needed = min(self.committer.position(s, topic) for s in readers) + 1 if readers else None
+                result = clean_log(self.registry.delta_table(topic), keep_versions=self.config.log_keep_versions, oldest_needed_version=needed, on_step=crash_point)
+                self._record(topic, result)
+        for txlog in self.committer.logs.values():
+            with self.lock:
+                self._record(None, clean_transaction_log(txlog, keep_versions=self.config.log_keep_versions, on_step=crash_point))
+
+    def _record(self, topic: str | None, result: RetentionResult) -> None:
+        if topic is not None and result.version is not None:
+            self.registry.committed(topic, result.version)
+        if result.version is not None or result.files_deleted or result.conflict:
+            self.results.append(result)
+            log.info("retention: %s", result.describe())
