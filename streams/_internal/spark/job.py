@@ -12,6 +12,11 @@ Each Spark task hands its work to the task host of its deltastreams task on that
 (:mod:`streams._internal.runtime.task_host`), which keeps the task's stores open between batches.
 A sub-topology that starts with Spark Column steps reads its records through Catalyst in a job
 of its own first; its staged outputs join the chain as if stage 0 had written them.
+
+A small trigger (at most :data:`SMALL_TRIGGER_RECORDS` input records) runs as one Spark task that
+calls every task's host in stage order: each stage and shuffle costs ~0.1-0.2 s of fixed Spark
+overhead here, far more than the work of a few thousand records, and latency is what a small
+trigger is about.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from topology.compile import CompiledSubtopology
 from topology.graph import Topology
 
 FRESH, OUTCOME, TASK = "fresh", "outcome", "task"
+SMALL_TRIGGER_RECORDS = 20_000
 
 
 def _single(plan: BatchPlan, sub: SubtopologyPlan) -> BatchPlan:
@@ -74,6 +80,24 @@ def _stage_task(plan: BatchPlan, targets: list[tuple[int, int]], consumers, seed
     yield from _emit(_run_on_host(plan, task, staged, idle_timeout_s=idle_timeout_s), consumers)
 
 
+def _all_tasks(plan: BatchPlan, consumers, seeded, idle_timeout_s: float, _items) -> Iterator[tuple]:
+    """Every task of the plan, stage after stage, in this one Spark task."""
+    fresh: dict[tuple[int, int], list] = defaultdict(list, {k: list(v) for k, v in seeded.items()})
+    for stage in plan.stages:
+        for sub in stage:
+            for task in sub.tasks:
+                staged: dict[str, list[tuple[int, DataFile]]] = defaultdict(list)
+                for topic, writer, file in fresh.pop((sub.id, task.partition), ()):
+                    staged[topic].append((writer, DataFile(**file)))
+                if not staged and not task.inputs:
+                    continue
+                for key, value in _emit(_run_on_host(plan, task, staged, idle_timeout_s=idle_timeout_s), consumers):
+                    if key[0] == FRESH:
+                        fresh[(key[1], key[2])].append(value)
+                    else:
+                        yield key, value
+
+
 def _records_task(plan: BatchPlan, sub_id: int, topic: str, idle_timeout_s: float, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     table = pa.Table.from_batches(list(batches))
     if table.num_rows == 0:
@@ -105,8 +129,13 @@ class TriggerJob:
                         outcomes.append(outcome)
                         for key, value in list(_emit(outcome, self.consumers))[1:]:
                             seeded[(key[1], key[2])].append(value)
-        rdd = None
         sc = self.spark.sparkContext
+        descriptor_subs = [sub for stage in plan.stages for sub in stage if self.compiled[sub.id].mode == "descriptors"]
+        if descriptor_subs and _input_records(descriptor_subs) <= SMALL_TRIGGER_RECORDS:
+            run_all = functools.partial(_all_tasks, _without_records_mode(plan, self.compiled), self.consumers, dict(seeded), self.idle_timeout_s)
+            items = sc.parallelize([None], 1).mapPartitions(run_all).collect()
+            return outcomes + [TaskOutcome.from_json(value) for key, value in items if key[0] == OUTCOME]
+        rdd = None
         for stage in plan.stages:
             targets = [(sub.id, t.partition) for sub in stage if self.compiled[sub.id].mode == "descriptors" for t in sub.tasks]
             if not targets:
@@ -138,6 +167,15 @@ class TriggerJob:
         frame = apply_catalyst_steps(compiled, self.topology, frame)
         task_fn = functools.partial(_records_task, plan, sub.id, topic, self.idle_timeout_s)
         return [TaskOutcome.from_json(row.outcome) for row in frame.mapInArrow(task_fn, "outcome string").collect()]
+
+
+def _input_records(subs) -> int:
+    return sum(max(f.num_records, 0) for sub in subs for task in sub.tasks for source in task.inputs for f in source.files)
+
+
+def _without_records_mode(plan: BatchPlan, compiled: Mapping[int, CompiledSubtopology]) -> BatchPlan:
+    stages = tuple(stage for stage in (tuple(s for s in st if compiled[s.id].mode == "descriptors") for st in plan.stages) if stage)
+    return BatchPlan(plan.batch_id, plan.settings, plan.shipped, stages)
 
 
 def _partition_of(index: Mapping[tuple, int], carry: int, key: tuple) -> int:
