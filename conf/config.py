@@ -56,7 +56,12 @@ class StreamsConfig:
     """If set, records dropped as too late for their window are also appended there."""
     max_records_per_batch: int = 1_000_000
     """Upper bound of records read per micro-batch and source topic."""
+    single_task_records: int = 20_000
+    """A trigger with at most this many input records runs as one Spark task (stage after stage
+    in it): Spark's fixed cost per stage outweighs a small batch's work. 0: always one Spark task
+    per deltastreams task."""
     master: str = "local[2]"
+    """The embedded default; a master given to spark-submit (or a running session's) wins."""
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     """What a running application removes, and when (``[retention]`` in ``defaults.toml``)."""
     spark_conf: Mapping[str, str] = field(default_factory=dict)
@@ -74,6 +79,8 @@ class StreamsConfig:
             )
         if self.num_partitions < 0:
             raise ConfigError(f"num_partitions must be >= 0, got {self.num_partitions}", setting="num_partitions")
+        if self.single_task_records < 0:
+            raise ConfigError(f"single_task_records must be >= 0, got {self.single_task_records}", setting="single_task_records")
         if self.max_records_per_batch <= 0:
             raise ConfigError(
                 f"max_records_per_batch must be positive, got {self.max_records_per_batch}",
@@ -144,7 +151,7 @@ class StreamsConfig:
                 values["processing_guarantee"] = enum_value(Guarantee, values["processing_guarantee"], "processing_guarantee")
             if "on_bad_record" in values:
                 values["on_bad_record"] = enum_value(BadRecordPolicy, values["on_bad_record"], "on_bad_record")
-            for name in ("num_partitions", "max_records_per_batch"):
+            for name in ("num_partitions", "max_records_per_batch", "single_task_records"):
                 if name in values:
                     values[name] = int(values[name])
             if "caching" in values:

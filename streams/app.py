@@ -111,7 +111,7 @@ class StreamsApp:
         inputs = InputLog(uris, self.config.max_records_per_batch)
         planner = Planner(self.topology, self.registry, inputs, settings, shipped, {s: c.entry for s, c in compiled.items()})
         consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics}
-        job = TriggerJob(self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s)
+        job = TriggerJob(self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records)
         self.trigger = Trigger(planner, job, self.committer, self.registry, self.progress)
         self.trigger.ticks = TickChannel()
         self.trigger.watcher = InputWatcher(uris, self.trigger.consumed, self.trigger.ticks.tick, self._poll_interval_s)

@@ -13,7 +13,7 @@ Each Spark task hands its work to the task host of its deltastreams task on that
 A sub-topology that starts with Spark Column steps reads its records through Catalyst in a job
 of its own first; its staged outputs join the chain as if stage 0 had written them.
 
-A small trigger (at most :data:`SMALL_TRIGGER_RECORDS` input records) runs as one Spark task that
+A small trigger (at most ``single_task_records`` input records) runs as one Spark task that
 calls every task's host in stage order: each stage and shuffle costs ~0.1-0.2 s of fixed Spark
 overhead here, far more than the work of a few thousand records, and latency is what a small
 trigger is about.
@@ -37,7 +37,6 @@ from topology.compile import CompiledSubtopology
 from topology.graph import Topology
 
 FRESH, OUTCOME, TASK = "fresh", "outcome", "task"
-SMALL_TRIGGER_RECORDS = 20_000
 
 
 def _single(plan: BatchPlan, sub: SubtopologyPlan) -> BatchPlan:
@@ -110,7 +109,15 @@ def _records_task(plan: BatchPlan, sub_id: int, topic: str, idle_timeout_s: floa
 class TriggerJob:
     """Builds and runs the Spark job(s) of one trigger plan."""
 
-    def __init__(self, spark, topology: Topology, compiled: Mapping[int, CompiledSubtopology], consumers: Mapping[str, int], idle_timeout_s: float) -> None:
+    def __init__(
+        self,
+        spark,
+        topology: Topology,
+        compiled: Mapping[int, CompiledSubtopology],
+        consumers: Mapping[str, int],
+        idle_timeout_s: float,
+        single_task_records: int,
+    ) -> None:
         self.spark = spark
         self.topology = topology
         """With the Spark Column functions (the driver's own copy)."""
@@ -118,6 +125,7 @@ class TriggerJob:
         self.consumers = dict(consumers)
         """Repartition topic -> the sub-topology that reads it."""
         self.idle_timeout_s = idle_timeout_s
+        self.single_task_records = single_task_records
 
     def run(self, plan: BatchPlan) -> list[TaskOutcome]:
         outcomes: list[TaskOutcome] = []
@@ -131,7 +139,7 @@ class TriggerJob:
                             seeded[(key[1], key[2])].append(value)
         sc = self.spark.sparkContext
         descriptor_subs = [sub for stage in plan.stages for sub in stage if self.compiled[sub.id].mode == "descriptors"]
-        if descriptor_subs and _input_records(descriptor_subs) <= SMALL_TRIGGER_RECORDS:
+        if descriptor_subs and _input_records(descriptor_subs) <= self.single_task_records:
             run_all = functools.partial(_all_tasks, _without_records_mode(plan, self.compiled), self.consumers, dict(seeded), self.idle_timeout_s)
             items = sc.parallelize([None], 1).mapPartitions(run_all).collect()
             return outcomes + [TaskOutcome.from_json(value) for key, value in items if key[0] == OUTCOME]
