@@ -4,6 +4,7 @@ cluster."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 
 from conf import StreamsConfig
@@ -12,7 +13,7 @@ _DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     # Every sub-topology query is small per batch; Spark's default of 200 shuffle partitions
-    # makes streaming aggregations many times slower (project notes).
+    # makes streaming aggregations many times slower.
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "200000",
@@ -30,21 +31,65 @@ _DEFAULTS = {
 }
 
 
+def submitted_settings() -> dict[str, str]:
+    """The Spark settings somebody gave before us, which ours must not override: those of
+    spark-submit (``--master``, ``--conf``, spark-defaults.conf), of a session that already runs,
+    or of ``PYSPARK_SUBMIT_ARGS``.
+
+    A fresh ``SparkConf()`` cannot tell: before a SparkContext exists it does not look at the JVM,
+    so spark-submit's ``--master`` looked unset and the job silently ran in local mode. Under
+    spark-submit the JVM is already up (``PYSPARK_GATEWAY_PORT``) and holds what was submitted as
+    system properties; attaching to it first lets ``SparkConf()`` read them."""
+    from pyspark import SparkConf, SparkContext
+
+    active = SparkContext._active_spark_context
+    if active is not None:
+        return dict(active.getConf().getAll())
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        SparkContext._ensure_initialized()
+        return dict(SparkConf().getAll())
+    return _submit_args_settings(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+
+
+_SUBMIT_FLAGS = {
+    "--master": "spark.master",
+    "--name": "spark.app.name",
+    "--driver-memory": "spark.driver.memory",
+    "--executor-memory": "spark.executor.memory",
+    "--executor-cores": "spark.executor.cores",
+    "--total-executor-cores": "spark.cores.max",
+    "--num-executors": "spark.executor.instances",
+}
+
+
+def _submit_args_settings(arguments: str) -> dict[str, str]:
+    """Settings in ``PYSPARK_SUBMIT_ARGS`` (spark-submit's flags, which pyspark hands to the JVM it
+    starts): ``--master``, ``--conf k=v`` and the flags that stand for a setting."""
+    words = shlex.split(arguments)
+    settings = {}
+    for flag, value in zip(words, words[1:]):
+        if flag == "--conf" and "=" in value:
+            key, _, setting = value.partition("=")
+            settings[key] = setting
+        elif flag in _SUBMIT_FLAGS:
+            settings[_SUBMIT_FLAGS[flag]] = value
+    return settings
+
+
 def spark_session(config: StreamsConfig):
-    """Get or create the session. Under spark-submit the master comes from there; embedded, from
-    ``config.master``. Python workers use this interpreter, so they import the project too."""
-    from pyspark import SparkConf
+    """Get or create the session. What spark-submit (or a running session) set wins; our defaults
+    and ``config`` fill only what nobody set, so embedded the master is ``config.master``
+    (``local[2]``). Python workers use this interpreter, so they import the project too."""
     from pyspark.sql import SparkSession
 
     from streams._internal.spark.source import DeltaTopicSource
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(f"deltastreams-{config.application_id}")
-    submitted = SparkConf()
-    if not submitted.contains("spark.master"):
-        builder = builder.master(config.master)
-    for key, value in {**_DEFAULTS, **dict(config.spark_conf)}.items():
-        if not submitted.contains(key):
+    submitted = submitted_settings()
+    ours = {"spark.master": config.master, "spark.app.name": f"deltastreams-{config.application_id}", **_DEFAULTS, **dict(config.spark_conf)}
+    builder = SparkSession.builder
+    for key, value in ours.items():
+        if key not in submitted:
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
