@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from enum import Enum
 from importlib import resources
@@ -103,9 +103,6 @@ class StreamsConfig:
     def dlq_topic(self) -> str:
         return f"{self.application_id}-dlq"
 
-    def with_overrides(self, **changes: Any) -> StreamsConfig:
-        return replace(self, **changes)
-
     @classmethod
     def load(
         cls, settings: Mapping[str, Any] | None = None, *, file: str | Path | None = None
@@ -169,7 +166,7 @@ def _flat(settings: Mapping[str, Any]) -> dict[str, Any]:
     flat = {k: v for k, v in settings.items() if k != "retention"}
     table = settings.get("retention", {})
     if isinstance(table, RetentionConfig):
-        raise ConfigError("pass retention settings as a mapping of boundary keys, or use with_overrides(retention=...)", setting="retention")
+        raise ConfigError("pass retention settings as a mapping of boundary keys, or use dataclasses.replace(config, retention=...)", setting="retention")
     if not isinstance(table, Mapping):
         raise ConfigError(f"retention must be a table of settings, got {table!r}", setting="retention")
     flat.update({f"{RETENTION_PREFIX}{k}": v for k, v in table.items()})

@@ -211,26 +211,3 @@ def rewrite_file(table_uri: str, data: DataFile, *, shift: int, schema: pa.Schem
     rewritten = write_partition_file(table_uri, data.partition, table)
     delete_file(table_uri, data.path)
     return rewritten
-
-
-def merge_files(table_uri: str, partition: int, sequences: list[DataFile], *, first_offset: int, schema: pa.Schema) -> DataFile:
-    """Merge several writers' not yet committed files of one partition into one file.
-
-    Each file is one writer's records in the order it produced them. The merge always takes the
-    writer whose next record has the smallest timestamp (ties: the earlier file), which is how
-    Kafka Streams picks among a task's input partitions (its PartitionGroup); computed as a stable
-    sort by each writer's running maximum timestamp, which yields the same order. Offsets are
-    reassigned densely from ``first_offset``; the input files are deleted.
-    """
-    tables = [read_rows(table_uri, f.path, schema) for f in sequences]
-    keys = [np.maximum.accumulate(t.column(TIMESTAMP).to_numpy()) for t in tables]
-    writers = [np.full(t.num_rows, i) for i, t in enumerate(tables)]
-    positions = [np.arange(t.num_rows) for t in tables]
-    order = np.lexsort((np.concatenate(positions), np.concatenate(writers), np.concatenate(keys)))
-    merged = pa.concat_tables(tables).take(pa.array(order))
-    offsets = pa.array(np.arange(first_offset, first_offset + merged.num_rows, dtype=np.int64))
-    merged = merged.set_column(merged.schema.get_field_index(OFFSET), OFFSET, offsets)
-    result = write_partition_file(table_uri, partition, merged)
-    for f in sequences:
-        delete_file(table_uri, f.path)
-    return result

@@ -1,9 +1,10 @@
 """The record collector: the one owner of where a task's output records go.
 
 The processing core only says which topic a record is for. The collector decides everything
-physical, for the Spark runtime and the test driver alike: the partition (Kafka's default
-partitioner), the offset (dense from where the partition ends), the schema of a topic that does
-not exist yet, and the files. As in Kafka, where ``SinkNode`` and the change-logging stores both
+physical on Spark: the partition (Kafka's default partitioner), the offset (dense from where the
+partition ends), the schema of a topic that does not exist yet, and the files. (The test driver
+takes the same logical outputs, :class:`TaskResult`, and keeps them in memory, one partition per
+topic; it writes no files.) As in Kafka, where ``SinkNode`` and the change-logging stores both
 send through one ``RecordCollector``, changelog entries go through it too.
 
 Files are written next to the topics' tables and are not part of any topic until a commit adds

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from deltalake import DeltaTable
 
 from conf import StreamsConfig
-from sinks import DataFile, under_root
+from sinks import DataFile, commit_files, under_root
 from sinks.transaction import DecidedBatch, TablePublication, TransactionLog
 from streams._internal.runtime.consolidate import consolidate
 from streams._internal.runtime.crashpoints import crash_point
@@ -51,14 +51,80 @@ class Published:
     phases: Phases = field(default_factory=Phases)
 
 
+class ExactlyOnce:
+    """Register an epoch (fencing older instances) and roll the last decided batch forward at
+    start; per batch, decide (the point of no return), then publish under ``txn`` tags."""
+
+    exactly_once = True
+
+    def __init__(self, registry: TopicRegistry, instance: str) -> None:
+        self.registry = registry
+        self.instance = instance
+
+    def recover(self, txlog: TransactionLog) -> DecidedBatch | None:
+        txlog.register(self.instance)
+        last = txlog.last_decided()
+        if last is not None and last.exactly_once:  # an instance may have died while publishing it
+            txlog.publish(last, lambda topic, uri: DeltaTable(uri))
+        return last
+
+    def complete(self, txlog: TransactionLog, batch: DecidedBatch, phases: Phases) -> None:
+        with phases.time("decide"):
+            txlog.decide(batch)
+        crash_point("after_commit")
+        # Table by table (in parallel), idempotently: a restart rolls the rest forward.
+        with phases.time("publish"):
+            txlog.publish(batch, lambda topic, uri: self.registry.delta_table(topic), self._on_published(batch))
+
+    def _on_published(self, batch: DecidedBatch):
+        count = 0
+
+        def on_published(topic: str, version: int) -> None:
+            nonlocal count
+            self.registry.committed(topic, version, batch.tables[topic].files)
+            count += 1
+            if count == 1:
+                crash_point("during_publication")
+
+        return on_published
+
+
+class AtLeastOnce:
+    """No epochs, no fencing; per batch, publish without ``txn`` tags, then record the progress:
+    a crash in between replays the batch (duplicates, by definition of the guarantee)."""
+
+    exactly_once = False
+
+    def __init__(self, registry: TopicRegistry, instance: str) -> None:
+        self.registry = registry
+        self.instance = instance
+
+    def recover(self, txlog: TransactionLog) -> DecidedBatch | None:
+        return txlog.last_decided()
+
+    def complete(self, txlog: TransactionLog, batch: DecidedBatch, phases: Phases) -> None:
+        with phases.time("publish"):
+            for count, (topic, publication) in enumerate(batch.tables.items()):
+                if not publication.files:
+                    continue
+                table = self.registry.delta_table(topic)
+                version = commit_files(table, publication.files, schema=self.registry.layout(topic).table_schema(), exclusive=True)
+                self.registry.committed(topic, version, publication.files)
+                if count == 0:
+                    crash_point("during_publication")
+        with phases.time("decide"):
+            txlog.decide(batch)
+
+
 class Committer:
-    """Commits every sub-topology of one application instance."""
+    """Commits every sub-topology of one application instance, with the configured guarantee's
+    strategy (:class:`ExactlyOnce` or :class:`AtLeastOnce`)."""
 
     def __init__(self, registry: TopicRegistry) -> None:
         self.registry = registry
         self.config: StreamsConfig = registry.config
-        self.exactly_once = self.config.exactly_once
         self.instance = uuid.uuid4().hex[:12]
+        self.guarantee = (ExactlyOnce if self.config.exactly_once else AtLeastOnce)(registry, self.instance)
         self.logs: dict[int, TransactionLog] = {}
         self.last: dict[int, DecidedBatch | None] = {}
         self.positions: dict[int, dict[str, int]] = {}
@@ -81,18 +147,13 @@ class Committer:
                 self.positions[sub.id] = {t: end for t, (_, end) in (last.sources.items() if last else ())}
                 log.info(
                     "sub-topology %d: instance %s%s, resuming after %s",
-                    sub.id, self.instance, f" registered with epoch {txlog.epoch}" if self.exactly_once else "",
+                    sub.id, self.instance, f" registered with epoch {txlog.epoch}" if self.guarantee.exactly_once else "",
                     self.positions[sub.id] or "(the start)",
                 )
 
     def _recover_one(self, sub: SubTopology) -> tuple[TransactionLog, DecidedBatch | None]:
         txlog = TransactionLog(self.log_uri(sub.id), self.txn_app_id(sub.id))
-        if self.exactly_once:
-            txlog.register(self.instance)
-        last = txlog.last_decided()
-        if last is not None and last.exactly_once and self.exactly_once:
-            txlog.publish(last, lambda topic, uri: DeltaTable(uri))
-        return txlog, last
+        return txlog, self.guarantee.recover(txlog)
 
     @property
     def epoch(self) -> int:
@@ -124,48 +185,11 @@ class Committer:
             epoch=txlog.epoch,
             sources=dict(sources),
             tables={t: TablePublication(self.registry.uri(t), tuple(published.files[t])) for t in sorted(published.files)},
-            exactly_once=self.exactly_once,
+            exactly_once=self.guarantee.exactly_once,
         )
-        if self.exactly_once:
-            # Step 2: the point of no return.
-            with published.phases.time("decide"):
-                txlog.decide(batch)
-            crash_point("after_commit")
-            # Step 3: publish, table by table (in parallel), idempotently.
-            with published.phases.time("publish"):
-                txlog.publish(batch, lambda topic, uri: self.registry.delta_table(topic), self._on_published(batch))
-        else:
-            # Step 3 first, without txn tags; step 4 records the progress afterwards.
-            with published.phases.time("publish"):
-                self._publish_plain(batch)
-            with published.phases.time("decide"):
-                txlog.decide(batch)
+        self.guarantee.complete(txlog, batch, published.phases)
         self.last[subtopology] = batch
         self.positions[subtopology].update({t: end for t, (_, end) in sources.items()})
         crash_point("before_spark_commit")
         published.seconds = time.perf_counter() - started
         return published
-
-    def _on_published(self, batch: DecidedBatch):
-        count = 0
-
-        def on_published(topic: str, version: int) -> None:
-            nonlocal count
-            self.registry.committed(topic, version, batch.tables[topic].files)
-            count += 1
-            if count == 1:
-                crash_point("during_publication")
-
-        return on_published
-
-    def _publish_plain(self, batch: DecidedBatch) -> None:
-        from sinks import commit_files
-
-        for count, (topic, publication) in enumerate(batch.tables.items()):
-            if not publication.files:
-                continue
-            table = self.registry.delta_table(topic)
-            version = commit_files(table, publication.files, schema=self.registry.layout(topic).table_schema(), exclusive=True)
-            self.registry.committed(topic, version, publication.files)
-            if count == 0:
-                crash_point("during_publication")

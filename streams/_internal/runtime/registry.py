@@ -194,15 +194,6 @@ class TopicRegistry:
     def recent_files(self, logical: str, partition: int) -> tuple[AddedFile, ...]:
         return self._entries[logical].recent_files.get(partition, ())
 
-    def refresh(self, logical: str) -> int:
-        """Reload a topic another writer may have appended to (an input topic); returns its version."""
-        entry = self._entries.get(logical)
-        if entry is None or entry.table is None:
-            return Topic.open(self.root, self.physical(logical)).version()
-        entry.table.update_incremental()
-        entry.version = entry.table.version()
-        return entry.version
-
     def target(self, logical: str) -> TopicTarget:
         entry = self._entries[logical]
         return TopicTarget(
