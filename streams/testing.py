@@ -41,7 +41,8 @@ from state import (
     RocksDBKeyValueStore,
     TimeKeyedStore,
 )
-from streams._internal.processing.task import TaskProcessor, TaskResult
+from streams._internal.processing.task import TaskProcessor
+from streams._internal.runtime.collector import collect
 from topology.graph import Topology
 
 _TEST_APPLICATION = "test-application"
@@ -177,31 +178,33 @@ class TopologyTestDriver:
             except Exception:
                 self._abort(task)  # a failed batch commits nothing, as a failed task in production
                 raise
-            self._commit(result)
             self.dropped_records += result.dropped_records
-            if result.dead_letters.num_rows:
-                self._collect(self.config.dlq_topic, result.dead_letters)
-            for out_topic, table in result.outputs.items():
-                if table.num_rows == 0:
-                    continue
-                if out_topic in self.topology.internal_topics:
-                    windows = (table.column("window_start"), table.column("window_end")) if "window_start" in table.column_names else None
-                    downstream = self._records(out_topic, table.column("key"), table.column("value"), table.column("timestamp").to_pylist(), windows)
-                    self._deliver(out_topic, downstream)
-                else:
-                    self._collect(out_topic, table)
+            changelogs = {name: name for name in result.changelogs}
+            collect(result, self, dead_letter_topic=self.config.dlq_topic, changelogs=changelogs, timestamp=0)
 
     def _abort(self, task: TaskProcessor) -> None:
         for name in task.subtopology.stores:
             self._stores[name].abort()
 
-    def _commit(self, result: TaskResult) -> None:
-        """The batch's changelog entries become committed; stores advance only from them."""
-        for name, entries in result.changelogs.items():
-            self._changelogs[name].extend(entries)
-            store = self._stores[name]
-            store.abort()
-            store.restore(entries)
+    # -- the collector (streams._internal.runtime.collector.Collector) --------------------------
+
+    def send_changelog(self, topic: str, store: str, entries: list[ChangelogEntry], timestamp: int) -> None:
+        """The batch's changelog entries become committed; the store discards its pending writes
+        and advances only from them, as in production."""
+        self._changelogs[store].extend(entries)
+        self._stores[store].abort()
+        self._stores[store].restore(entries)
+
+    def send(self, topic: str, table: pa.Table) -> None:
+        """A repartition topic's records go to the downstream sub-topology at once; others are
+        kept for :meth:`read_output`."""
+        if table.num_rows == 0:
+            return
+        if topic in self.topology.internal_topics:
+            windows = (table.column("window_start"), table.column("window_end")) if "window_start" in table.column_names else None
+            self._deliver(topic, self._records(topic, table.column("key"), table.column("value"), table.column("timestamp").to_pylist(), windows))
+        else:
+            self._collect(topic, table)
 
     def _collect(self, topic: str, table: pa.Table) -> None:
         windowed = "window_start" in table.column_names

@@ -1,10 +1,11 @@
 """The record collector: the one owner of where a task's output records go.
 
-The processing core only says which topic a record is for. The collector decides everything
-physical on Spark: the partition (Kafka's default partitioner), the offset (dense from where the
-partition ends), the schema of a topic that does not exist yet, and the files. (The test driver
-takes the same logical outputs, :class:`TaskResult`, and keeps them in memory, one partition per
-topic; it writes no files.) As in Kafka, where ``SinkNode`` and the change-logging stores both
+The processing core only says which topic a record is for; :func:`collect` sends one batch's
+result (outputs, dead letters, changelog entries) to a :class:`Collector`. On Spark that is the
+:class:`RecordCollector`, which decides everything physical: the partition (Kafka's default
+partitioner), the offset (dense from where the partition ends), the schema of a topic that does
+not exist yet, and the files. The test driver passes the same results through the same
+:func:`collect` to a collector that keeps records in memory (one partition per topic). As in Kafka, where ``SinkNode`` and the change-logging stores both
 send through one ``RecordCollector``, changelog entries go through it too.
 
 Files are written next to the topics' tables and are not part of any topic until a commit adds
@@ -17,13 +18,37 @@ renumbered by the driver before the commit (:mod:`streams._internal.runtime.cons
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from sinks import Topic, partitions_for, write_staged_file
 from state import ChangelogEntry
+from streams._internal.processing.task import TaskResult
 from streams._internal.runtime.plan import TopicTarget, WrittenFile, schema_to_text
+
+
+class Collector(Protocol):
+    """Where a task's output goes: Spark's files or the test driver's memory."""
+
+    def send(self, topic: str, records: pa.Table) -> None:
+        """Records for ``topic`` (no ``partition`` column), in the order the task produced them."""
+
+    def send_changelog(self, topic: str, store: str, entries: Sequence[ChangelogEntry], timestamp: int) -> None:
+        """A store's changes of this batch (possibly none), for its changelog ``topic``."""
+
+
+def collect(result: TaskResult, collector: Collector, *, dead_letter_topic: str, changelogs: Mapping[str, str], timestamp: int) -> None:
+    """One batch's result, through ``collector``: changelog entries (``changelogs``: store ->
+    changelog topic) with ``timestamp``, then dead letters, then every output topic. The order
+    is immaterial on Spark (nothing is visible before the commit); the test driver commits a
+    store when its changelog arrives, so stores are committed before downstream tasks run."""
+    for store, entries in result.changelogs.items():
+        collector.send_changelog(changelogs[store], store, entries, timestamp)
+    collector.send(dead_letter_topic, result.dead_letters)
+    for topic, records in result.outputs.items():
+        collector.send(topic, records)
 
 
 def with_partitions(records: pa.Table, partitions: int, task_partition: int) -> pa.Table:
@@ -60,6 +85,8 @@ class RecordCollector:
         self.outputs = outputs
         self.writer = writer
         self.files: list[WrittenFile] = []
+        self.changelog_files: dict[str, WrittenFile] = {}
+        """Per store: the changelog file of this batch (stores advance from it once committed)."""
 
     def send(self, topic: str, records: pa.Table) -> None:
         """Records for ``topic`` (no ``partition`` column), in the order the task produced them."""
@@ -67,13 +94,14 @@ class RecordCollector:
             target = self.outputs[topic]
             self._write(target, with_partitions(records, target.partitions, self.writer))
 
-    def send_changelog(self, topic: str, entries: Sequence[ChangelogEntry], timestamp: int) -> WrittenFile | None:
+    def send_changelog(self, topic: str, store: str, entries: Sequence[ChangelogEntry], timestamp: int) -> None:
         """A store's changes of this batch, to the changelog partition of this task."""
         if not entries:
-            return None
+            return
         before = len(self.files)
         self._write(self.outputs[topic], changelog_records(entries, self.writer, timestamp))
-        return self.files[before] if len(self.files) > before else None
+        if len(self.files) > before:
+            self.changelog_files[store] = self.files[before]
 
     def _write(self, target: TopicTarget, records: pa.Table) -> None:
         if target.staged:

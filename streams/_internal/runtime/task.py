@@ -21,7 +21,7 @@ import pyarrow as pa
 from sinks import DataFile, Topic
 from state import StoreCorruptedError, TaskStores
 from streams._internal.processing.task import TaskProcessor
-from streams._internal.runtime.collector import RecordCollector
+from streams._internal.runtime.collector import RecordCollector, collect
 from streams._internal.runtime.merge import merge_fresh
 from streams._internal.runtime.plan import BatchPlan, SubtopologyPlan, TaskOutcome, TaskPlan
 from streams._internal.runtime.timing import Phases
@@ -94,16 +94,9 @@ class TaskExecutor:
                 result = processor.process(inputs)
             with phases.time("write"):
                 collector = RecordCollector(sub.outputs, task.partition)
-                for topic, table in result.outputs.items():
-                    collector.send(topic, table)
-                collector.send(settings.dead_letter_topic, result.dead_letters)
                 stamp = max((int(pa.compute.max(t.column("timestamp")).as_py() or 0) for t in inputs.values() if t.num_rows), default=0)
-                written = {}
-                for store, entries in result.changelogs.items():
-                    file = collector.send_changelog(sub.changelogs[store], entries, stamp)
-                    if file is not None:
-                        written[store] = (file.file.path, file.file.min_offset)
-            self.stores.finish(written)
+                collect(result, collector, dead_letter_topic=settings.dead_letter_topic, changelogs=sub.changelogs, timestamp=stamp)
+            self.stores.finish({store: (w.file.path, w.file.min_offset) for store, w in collector.changelog_files.items()})
         except BaseException:
             self.stores.abort()
             raise
