@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from jobs.harness_log_archive import Commit, history
 from jobs.pageview import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, read_results
-from sinks import AddedFile
+from sinks import DataFile
 from streams.errors import UnreadableFileError
 
 WINDOW_MS, GRACE_MS = 5000, 5000
@@ -136,9 +136,9 @@ def _history(root: str, name: str, report: Report) -> TableHistory:
     return TableHistory(name, topic.partitions, commits, records, [f.path for f in data], rewritten)
 
 
-def _added(add: dict) -> AddedFile:
+def _added(add: dict) -> DataFile:
     stats = json.loads(add.get("stats") or "{}")
-    return AddedFile(
+    return DataFile(
         add["path"],
         int(add["partitionValues"]["partition"]),
         int(stats.get("numRecords", -1)),

@@ -2,7 +2,7 @@
 back in offset order, or the files a range of versions added), their data files, and the
 exactly-once protocol's transaction log (:mod:`sinks.transaction`)."""
 
-from sinks._internal.delta_log import AddedFile, commit_files, end_offsets, files_added, read_commit, snapshot_files
+from sinks._internal.delta_log import commit_files, end_offsets, files_added, read_commit, snapshot_files
 from sinks._internal.files import (
     DataFile,
     delete_file,
@@ -18,7 +18,6 @@ from sinks.partitioner import murmur2, partition_for, partitions_for
 from sinks.topics import AppendResult, Topic, TopicLayout, check_expected_types, create_topic, create_topic_with_layout, topic_uri
 
 __all__ = [
-    "AddedFile",
     "AppendResult",
     "DataFile",
     "Topic",

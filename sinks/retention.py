@@ -35,7 +35,7 @@ from deltalake import DeltaTable
 
 from conf.errors import RetentionError
 from sinks._internal.compaction import compact_rows
-from sinks._internal.delta_log import AddedFile, files_added, snapshot_files, table_location
+from sinks._internal.delta_log import files_added, snapshot_files, table_location
 from sinks._internal.exclusive import by_partition, commit_actions, remove_actions, rewrite_actions, set_properties
 from sinks._internal.files import PARTITION, DataFile, data_files, delete_file, read_rows, write_partition_file
 from sinks._internal.log_files import delete_files, list_log, removed_files
@@ -165,7 +165,7 @@ def purge_consumed(table: DeltaTable, consumed: Mapping[int, int], *, on_step: O
     partition's end offset. Partitions not in ``consumed`` are left alone."""
     uri = table_location(table)
     files = by_partition(snapshot_files(table))
-    doomed: list[AddedFile] = []
+    doomed: list[DataFile] = []
     for partition, offset in consumed.items():
         mine = files.get(partition, [])
         end = mine[-1].max_offset + 1 if mine else 0
@@ -201,7 +201,7 @@ def expire_oldest(
     add): a Delta streaming reader outside deltastreams needs ``ignoreDeletes`` or
     ``skipChangeCommits`` on a topic with time or size retention."""
     now = _now(now_ms)
-    doomed: list[AddedFile] = []
+    doomed: list[DataFile] = []
     for partition, mine in by_partition(snapshot_files(table)).items():
         remaining = sum(f.size for f in mine)
         for f in mine[:-1]:
@@ -216,7 +216,7 @@ def expire_oldest(
     return _remove(table, Step.EXPIRE, doomed, EXPIRE_AFTER_COMMIT, on_step, now_ms)
 
 
-def _remove(table: DeltaTable, step: Step, doomed: list[AddedFile], point: str, on_step: OnStep, now_ms: int | None) -> RetentionResult:
+def _remove(table: DeltaTable, step: Step, doomed: list[DataFile], point: str, on_step: OnStep, now_ms: int | None) -> RetentionResult:
     uri = table_location(table)
     if not doomed:
         return RetentionResult(step, uri)
@@ -327,7 +327,7 @@ def optimize_files(
     consumed, per partition) leaves files a reader inside the application has not read alone."""
     uri = table_location(table)
     file_schema = _file_schema(table)
-    bins: list[list[AddedFile]] = []
+    bins: list[list[DataFile]] = []
     for partition, mine in by_partition(snapshot_files(table)).items():
         if len(mine) < min_files:
             continue
@@ -359,9 +359,9 @@ def optimize_files(
     )
 
 
-def _bins(files: list[AddedFile], target: int) -> list[list[AddedFile]]:
+def _bins(files: list[DataFile], target: int) -> list[list[DataFile]]:
     """Consecutive files below ``target`` bytes, grouped greedily into runs of at most ``target``."""
-    bins: list[list[AddedFile]] = [[]]
+    bins: list[list[DataFile]] = [[]]
     size = 0
     for f in files:
         if f.size >= target or (bins[-1] and size + f.size > target):

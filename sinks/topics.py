@@ -347,7 +347,7 @@ class Topic:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def files(self, after_version: int | None = None, up_to_version: int | None = None) -> list[delta_log.AddedFile]:
+    def files(self, after_version: int | None = None, up_to_version: int | None = None) -> list[delta_log.DataFile]:
         up_to = self.version() if up_to_version is None else up_to_version
         return delta_log.files_added(self.uri, after_version, up_to)
 
@@ -363,7 +363,7 @@ class Topic:
         files = [f for f in self.files(after_version, up_to_version) if partition is None or f.partition == partition]
         return self.read_files(files)
 
-    def read_files(self, files: Sequence[delta_log.AddedFile]) -> pa.Table:
+    def read_files(self, files: Sequence[delta_log.DataFile]) -> pa.Table:
         if not files:
             return self.layout.record_schema().empty_table()
         tables = []
@@ -383,7 +383,7 @@ class Topic:
         return records.sort_by([(PARTITION, "ascending"), (OFFSET, "ascending")])
 
 
-def _in_order(files: Sequence[delta_log.AddedFile]) -> bool:
+def _in_order(files: Sequence[delta_log.DataFile]) -> bool:
     keys = [(f.partition, f.min_offset, f.max_offset) for f in files]
     return all(a[0] < b[0] or (a[0] == b[0] and a[2] < b[1]) for a, b in zip(keys, keys[1:])) and all(k[1] >= 0 for k in keys)
 

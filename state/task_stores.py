@@ -33,7 +33,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sinks import AddedFile, read_data_file, snapshot_files
+from sinks import DataFile, read_data_file, snapshot_files
 from state._internal.changelogging import ChangeLoggingStore
 from state._internal.rocksdb import RocksDBKeyValueStore, StoreCorruptedError
 from state.stores import ChangelogEntry
@@ -53,7 +53,7 @@ class ChangelogPosition:
     partition: int
     end: int
     """Next offset: the store must hold entries ``[0, end)``."""
-    recent_files: tuple[AddedFile, ...] = ()
+    recent_files: tuple[DataFile, ...] = ()
     """Files committed most recently to this partition (spares a Delta log scan when catching up,
     and tells whether the last batch's pending changes can be promoted)."""
     clean_offset: int = 0

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -22,20 +21,6 @@ from deltalake.transaction import AddAction
 
 from conf.errors import LogRetentionError
 from sinks._internal.files import PARTITION, DataFile, filesystem_for
-
-
-@dataclass(frozen=True)
-class AddedFile:
-    """A committed data file of a topic partition."""
-
-    path: str
-    partition: int
-    num_records: int
-    min_offset: int
-    max_offset: int
-    size: int = -1
-    """Bytes; -1 where unknown (files named by a reader, not read from a snapshot)."""
-    max_timestamp: int = -1
 
 
 def table_location(table: DeltaTable) -> str:
@@ -60,9 +45,9 @@ def read_commit(table_uri: str, version: int) -> list[dict] | None:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def _added_file(add: dict) -> AddedFile:
+def _added_file(add: dict) -> DataFile:
     stats = json.loads(add.get("stats") or "{}")
-    return AddedFile(
+    return DataFile(
         path=add["path"],
         partition=int(add["partitionValues"][PARTITION]),
         num_records=int(stats.get("numRecords", -1)),
@@ -71,7 +56,7 @@ def _added_file(add: dict) -> AddedFile:
     )
 
 
-def snapshot_files(table: DeltaTable) -> list[AddedFile]:
+def snapshot_files(table: DeltaTable) -> list[DataFile]:
     """Every file of the table at the version ``table`` is loaded at."""
     actions = pa.table(table.get_add_actions(flatten=True))
     if actions.num_rows == 0:
@@ -86,12 +71,12 @@ def snapshot_files(table: DeltaTable) -> list[AddedFile]:
     sizes = actions.column("size_bytes").to_pylist()
     stamps = actions.column("max.timestamp").to_pylist() if "max.timestamp" in columns else unknown
     return [
-        AddedFile(path=unquote(p), partition=int(q), num_records=int(n), min_offset=int(lo), max_offset=int(hi), size=int(b), max_timestamp=int(t))
+        DataFile(path=unquote(p), partition=int(q), num_records=int(n), min_offset=int(lo), max_offset=int(hi), size=int(b), max_timestamp=int(t))
         for p, q, n, lo, hi, b, t in zip(paths, parts, counts, mins, maxs, sizes, stamps, strict=True)
     ]
 
 
-def files_added(table_uri: str, after_version: int | None, up_to_version: int) -> list[AddedFile]:
+def files_added(table_uri: str, after_version: int | None, up_to_version: int) -> list[DataFile]:
     """Files committed in versions ``(after_version, up_to_version]``; all files if ``after_version``
     is None.
 
@@ -102,7 +87,7 @@ def files_added(table_uri: str, after_version: int | None, up_to_version: int) -
     """
     if after_version is None or after_version < 0:
         return snapshot_files(DeltaTable(table_uri, version=up_to_version))
-    added: list[AddedFile] = []
+    added: list[DataFile] = []
     for version in range(after_version + 1, up_to_version + 1):
         actions = read_commit(table_uri, version)
         if actions is None:

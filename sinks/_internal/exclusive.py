@@ -12,7 +12,6 @@ from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, RemoveAction
 
-from sinks._internal.delta_log import AddedFile
 from sinks._internal.files import PARTITION, DataFile
 
 INFO_KEY = "deltastreams"
@@ -53,19 +52,19 @@ def _load(table: DeltaTable, version: int) -> None:
         table.load_as_version(version)
 
 
-def remove_actions(files: Iterable[AddedFile], *, data_change: bool, now_ms: int) -> list[RemoveAction]:
+def remove_actions(files: Iterable[DataFile], *, data_change: bool, now_ms: int) -> list[RemoveAction]:
     return [RemoveAction(f.path, data_change, now_ms, f.size, {PARTITION: str(f.partition)}) for f in files]
 
 
-def rewrite_actions(removed: Iterable[AddedFile], added: Iterable[DataFile], *, now_ms: int) -> list:
+def rewrite_actions(removed: Iterable[DataFile], added: Iterable[DataFile], *, now_ms: int) -> list:
     """Files replaced by others holding the same records: ``dataChange = false`` both ways."""
     adds = [AddAction(f.path, f.size, {PARTITION: str(f.partition)}, f.modification_time, False, f.stats_json()) for f in added]
     return remove_actions(removed, data_change=False, now_ms=now_ms) + adds
 
 
-def by_partition(files: Iterable[AddedFile]) -> dict[int, list[AddedFile]]:
+def by_partition(files: Iterable[DataFile]) -> dict[int, list[DataFile]]:
     """Files per partition, in offset order."""
-    grouped: dict[int, list[AddedFile]] = {}
+    grouped: dict[int, list[DataFile]] = {}
     for f in sorted(files, key=lambda f: (f.partition, f.min_offset)):
         grouped.setdefault(f.partition, []).append(f)
     return grouped

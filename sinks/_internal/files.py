@@ -26,18 +26,20 @@ TIMESTAMP = "timestamp"
 
 @dataclass(frozen=True)
 class DataFile:
-    """A written, not yet committed, Parquet file of one topic partition."""
+    """A data file of one topic partition, the one file reference of the project: written and
+    not yet committed (every field known), staged (offsets -1 until merged), or named by a
+    table's log (what its add action's stats say; -1 where they say nothing)."""
 
     path: str
     """Relative to the table root, e.g. ``partition=0/part-...parquet``."""
-    size: int
     partition: int
     num_records: int
     min_offset: int
     max_offset: int
-    min_timestamp: int
-    max_timestamp: int
-    modification_time: int
+    size: int = -1
+    min_timestamp: int = -1
+    max_timestamp: int = -1
+    modification_time: int = 0
 
     def stats_json(self) -> str:
         return json.dumps(

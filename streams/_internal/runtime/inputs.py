@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 
 from deltalake import DeltaTable
 
-from sinks import AddedFile, files_added
+from sinks import DataFile, files_added
 
 log = logging.getLogger("deltastreams")
 
@@ -27,15 +27,15 @@ class InputLog:
     def __init__(self, uris: Mapping[str, str], max_records: int) -> None:
         self.uris = dict(uris)
         self.max_records = max_records
-        self._files: dict[tuple[str, int], list[AddedFile]] = {}
+        self._files: dict[tuple[str, int], list[DataFile]] = {}
 
-    def files(self, topic: str, version: int) -> list[AddedFile]:
+    def files(self, topic: str, version: int) -> list[DataFile]:
         key = (topic, version)
         if key not in self._files:
             self._files[key] = files_added(self.uris[topic], version - 1, version)
         return self._files[key]
 
-    def bounded(self, topic: str, start: int, latest: int) -> tuple[int, list[AddedFile]]:
+    def bounded(self, topic: str, start: int, latest: int) -> tuple[int, list[DataFile]]:
         """The end version of the next batch after ``start`` (at most ``latest``) and its files."""
         end, taken, files = start, 0, []
         while end < latest:

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 import pyarrow as pa
 
-from sinks import AddedFile, DataFile, TopicLayout
+from sinks import DataFile, TopicLayout
 from state import ChangelogPosition
 from topology.graph import Topology
 
@@ -73,7 +73,7 @@ class InputFiles:
     topic: str
     uri: str
     layout: TopicLayout
-    files: tuple[AddedFile, ...]
+    files: tuple[DataFile, ...]
 
 
 @dataclass(frozen=True)

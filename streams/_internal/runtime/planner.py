@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sinks import AddedFile, files_added
+from sinks import DataFile, files_added
 from state import ChangelogPosition
 from streams._internal.runtime.inputs import InputLog
 from streams._internal.runtime.plan import BatchPlan, BatchSettings, InputFiles, ShippedTopology, SubtopologyPlan, TaskPlan
@@ -69,10 +69,10 @@ class Planner:
         running: set[int] = set()
         trigger = TriggerPlan(BatchPlan(batch_id, self.settings, self.shipped, ()))
         subs_by_level = sorted(self.topology.subtopologies, key=lambda s: (self.levels[s.id], s.id))
-        inputs: dict[int, dict[str, list[AddedFile]]] = {}
+        inputs: dict[int, dict[str, list[DataFile]]] = {}
         for sub in subs_by_level:
             sources: dict[str, tuple[int, int | None]] = {}
-            files: dict[str, list[AddedFile]] = {}
+            files: dict[str, list[DataFile]] = {}
             for topic in sub.source_topics:
                 start = positions(sub.id, topic)
                 if topic not in self.writer_of:  # an input topic: whole versions, bounded
@@ -97,7 +97,7 @@ class Planner:
         trigger.plan = BatchPlan(batch_id, self.settings, self.shipped, tuple(tuple(stages[level]) for level in sorted(stages)))
         return trigger
 
-    def _subtopology_plan(self, sub: SubTopology, sources: Mapping[str, tuple[int, int | None]], files: Mapping[str, list[AddedFile]]) -> SubtopologyPlan:
+    def _subtopology_plan(self, sub: SubTopology, sources: Mapping[str, tuple[int, int | None]], files: Mapping[str, list[DataFile]]) -> SubtopologyPlan:
         registry = self.registry
         fresh = tuple(t for t, (_, end) in sources.items() if end is None)
         changelogs = {store: registry.changelog_topic(store) for store in sub.stores}

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from conf import StreamsConfig
 from conf.errors import CommitError, TopicNotFoundError
-from sinks import AddedFile, Topic, TopicLayout, create_topic_with_layout, end_offsets, topic_uri
+from sinks import DataFile, Topic, TopicLayout, create_topic_with_layout, end_offsets, topic_uri
 from sinks.retention import changelog_watermarks
 from streams._internal.processing.task import DEAD_LETTER_VALUE
 from streams._internal.runtime.plan import TopicTarget
@@ -41,7 +41,7 @@ class _Entry:
     """The topic's DeltaTable, kept loaded and updated incrementally."""
     version: int = -1
     """The version this application last saw or wrote."""
-    recent_files: dict[int, tuple[AddedFile, ...]] = field(default_factory=dict)
+    recent_files: dict[int, tuple[DataFile, ...]] = field(default_factory=dict)
     """Per partition, the files the last commit added (changelogs: spares tasks a log scan)."""
     watermarks: dict[int, int] = field(default_factory=dict)
     """Changelogs: per partition, the offset below which compaction may have dropped tombstones."""
@@ -179,10 +179,10 @@ class TopicRegistry:
         """The application committed ``files`` as ``version`` of the topic."""
         entry = self._entries[logical]
         entry.version = version
-        by_partition: dict[int, list[AddedFile]] = {}
+        by_partition: dict[int, list[DataFile]] = {}
         for f in files:
             entry.next_offsets[f.partition] = max(entry.next_offsets[f.partition], f.max_offset + 1)
-            by_partition.setdefault(f.partition, []).append(AddedFile(f.path, f.partition, f.num_records, f.min_offset, f.max_offset))
+            by_partition.setdefault(f.partition, []).append(f)
         entry.recent_files.update({p: tuple(fs) for p, fs in by_partition.items()})
 
     def watermark(self, logical: str, partition: int) -> int:
@@ -191,7 +191,7 @@ class TopicRegistry:
     def set_watermarks(self, logical: str, watermarks) -> None:
         self._entries[logical].watermarks = dict(watermarks)
 
-    def recent_files(self, logical: str, partition: int) -> tuple[AddedFile, ...]:
+    def recent_files(self, logical: str, partition: int) -> tuple[DataFile, ...]:
         return self._entries[logical].recent_files.get(partition, ())
 
     def target(self, logical: str) -> TopicTarget:

@@ -53,11 +53,11 @@ class TopicRecordsReader(DataSourceReader):
     def read(self, partition: TopicSlice):
         from deltalake import DeltaTable
 
-        from sinks import AddedFile, Topic, TopicLayout
+        from sinks import DataFile, Topic, TopicLayout
 
         if not partition.files:
             return
         table = DeltaTable(self.uri)
         layout = TopicLayout.from_table(table.metadata().description, pa.schema(table.schema()))
         topic = Topic(self.uri.rstrip("/").rsplit("/", 1)[-1], self.uri, layout)
-        yield from topic.read_files([AddedFile(*f) for f in partition.files]).to_batches()
+        yield from topic.read_files([DataFile(*f) for f in partition.files]).to_batches()
