@@ -32,10 +32,11 @@ from streams._internal.runtime.failures import Failure, explain, root_cause
 from streams._internal.runtime.inputs import InputLog, InputWatcher
 from streams._internal.runtime.plan import BatchSettings, ShippedTopology
 from streams._internal.runtime.planner import Planner
-from streams._internal.runtime.progress import Progress, query_listener
+from streams._internal.runtime.progress import Progress
 from streams._internal.runtime.registry import TopicRegistry
 from streams._internal.runtime.retention import Retention
 from streams._internal.runtime.timing import Phases
+from streams._internal.spark.listener import query_listener
 from streams._internal.spark.session import spark_session
 from streams._internal.spark.job import TriggerJob
 from streams._internal.spark.ticks import TickChannel
