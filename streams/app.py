@@ -29,7 +29,7 @@ from streams._internal.runtime import task_host
 from streams._internal.runtime.checkpoints import fresh_checkpoint
 from streams._internal.runtime.committer import Committer
 from streams._internal.runtime.failures import Failure, explain, root_cause
-from streams._internal.runtime.inputs import InputLog, InputWatcher
+from streams._internal.runtime.inputs import InputLog
 from streams._internal.runtime.plan import BatchSettings, ShippedTopology
 from streams._internal.runtime.planner import Planner
 from streams._internal.runtime.progress import Progress
@@ -39,7 +39,6 @@ from streams._internal.runtime.timing import Phases
 from streams._internal.spark.listener import query_listener
 from streams._internal.spark.session import spark_session
 from streams._internal.spark.job import TriggerJob
-from streams._internal.spark.ticks import TickChannel
 from streams._internal.spark.trigger import BatchMetrics, Trigger
 from topology.compile import compile_subtopology, for_executors
 from topology.graph import Topology
@@ -113,9 +112,7 @@ class StreamsApp:
         planner = Planner(self.topology, self.registry, inputs, settings, shipped, {s: c.entry for s, c in compiled.items()})
         consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics}
         job = TriggerJob(self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records)
-        self.trigger = Trigger(planner, job, self.committer, self.registry, self.progress)
-        self.trigger.ticks = TickChannel()
-        self.trigger.watcher = InputWatcher(uris, self.trigger.consumed, self.trigger.ticks.tick, self._poll_interval_s)
+        self.trigger = Trigger(planner, job, self.committer, self.registry, self.progress, poll_interval_s=self._poll_interval_s)
         if self.config.retention.enabled:
             self.retention = Retention(self.config.retention, self.topology, self.registry, self.committer, self.trigger.commit_lock)
         # A crash between two sub-topologies' commits leaves repartition records committed but

@@ -71,14 +71,15 @@ class BatchMetrics:
 class Trigger:
     """The application's ``foreachBatch`` function."""
 
-    def __init__(self, planner: Planner, job: TriggerJob, committer: Committer, registry: TopicRegistry, progress: Progress) -> None:
+    def __init__(self, planner: Planner, job: TriggerJob, committer: Committer, registry: TopicRegistry, progress: Progress, *, poll_interval_s: float) -> None:
         self.planner = planner
         self.job = job
         self.committer = committer
         self.registry = registry
         self.progress = progress
-        self.watcher: InputWatcher | None = None
-        self.ticks: TickChannel | None = None
+        self.ticks = TickChannel()
+        """Ticks the query (through Spark's socket source) when there is input."""
+        self.watcher = InputWatcher(planner.inputs.uris, self.consumed, self.ticks.tick, poll_interval_s)
         self.stopping = False
         self.in_batch = threading.Lock()
         self.last_batch_id = -1
