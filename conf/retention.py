@@ -56,7 +56,9 @@ class RetentionConfig:
     removed_file_delay: timedelta = timedelta(minutes=10)
     """A file removed from a table (purged, compacted, optimized) is deleted this long after its
     removal: readers of older versions, slow or zombie, may still read it (Kafka's
-    ``file.delete.delay.ms``). Also the tables' ``delta.deletedFileRetentionDuration``."""
+    ``file.delete.delay.ms``). The tables' ``delta.deletedFileRetentionDuration`` is twice this,
+    so a removal is remembered until a cleanup has seen it deletable: keep
+    ``file_cleanup_interval`` well below it."""
     log_cleanup_interval: timedelta = timedelta(minutes=1)
     """How often old commit files of the Delta logs (topics and transaction logs) are deleted."""
     log_keep_versions: int = 1000

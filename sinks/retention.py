@@ -391,16 +391,20 @@ def delete_unreferenced(
     any other (an orphan: written, never committed) once its last modification is
     ``orphan_delay`` old, which keeps the files of batches still being written.
 
-    The table's ``delta.deletedFileRetentionDuration`` is set to ``removed_delay`` (one commit,
-    the first time), so checkpoints remember each removal exactly as long as it matters and no
-    longer. If the table has moved past ``table.version()``, nothing is done (``conflict``).
+    The table's ``delta.deletedFileRetentionDuration`` is set to twice ``removed_delay`` (one
+    commit, the first time): checkpoints must remember a removal past the moment its file may go,
+    until a cleanup has seen it. With exactly ``removed_delay``, the next checkpoint forgot the
+    removal within a minute of it becoming deletable, and a cleanup that came later took the file
+    for an orphan and kept it ``orphan_delay`` long (a 30-minute soak: a third of a repartition
+    topic's files). Run cleanups more often than ``removed_delay``. If the table has moved past
+    ``table.version()``, nothing is done (``conflict``).
     """
     uri = table_location(table)
     listing = list_log(uri)
     if any(v > table.version() for v in listing.commits):
         return RetentionResult(Step.DELETE_FILES, uri, conflict=True)
     version = None
-    wanted = f"interval {_ms(removed_delay)} milliseconds"
+    wanted = f"interval {2 * _ms(removed_delay)} milliseconds"
     if table.metadata().configuration.get(TOMBSTONE_RETENTION_PROPERTY) != wanted:
         if not set_properties(table, {TOMBSTONE_RETENTION_PROPERTY: wanted}):
             return RetentionResult(Step.DELETE_FILES, uri, conflict=True)

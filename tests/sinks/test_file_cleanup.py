@@ -82,7 +82,8 @@ def test_the_tables_tombstone_retention_follows_the_removed_file_delay(tmp_path)
     table = topic.delta_table()
     first = delete_unreferenced(table, orphan_delay=ORPHAN, removed_delay=REMOVED)
     assert first.version == 5 == table.version()
-    assert table.metadata().configuration[TOMBSTONE_RETENTION_PROPERTY] == "interval 600000 milliseconds"
+    # twice the delay: a removal must outlive the moment its file may be deleted
+    assert table.metadata().configuration[TOMBSTONE_RETENTION_PROPERTY] == "interval 1200000 milliseconds"
     assert delete_unreferenced(table, orphan_delay=ORPHAN, removed_delay=REMOVED).version is None  # set once
     assert delete_unreferenced(table, orphan_delay=ORPHAN, removed_delay=timedelta(minutes=1)).version == 6
 
