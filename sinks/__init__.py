@@ -2,7 +2,7 @@
 back in offset order, or the files a range of versions added), their data files, and the
 exactly-once protocol's transaction log (:mod:`sinks.transaction`)."""
 
-from sinks._internal.delta_log import commit_files, end_offsets, files_added, read_commit, snapshot_files
+from sinks._internal.delta_log import commit_files, end_offsets, files_added, latest_version, read_commit, snapshot_files
 from sinks._internal.files import (
     DataFile,
     delete_file,
@@ -29,6 +29,7 @@ __all__ = [
     "delete_file",
     "end_offsets",
     "files_added",
+    "latest_version",
     "filesystem_for",
     "murmur2",
     "partition_for",

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.transaction import AddAction
 
@@ -32,6 +33,18 @@ def table_location(table: DeltaTable) -> str:
 
 def commit_path(table_uri: str, version: int) -> str:
     return f"{table_uri}/_delta_log/{version:020d}.json"
+
+
+def latest_version(table_uri: str, known: int) -> int:
+    """The table's newest version, found by probing the commit files after ``known`` (a version
+    already seen): one small request when nothing changed, however long the table's history.
+    Keeping a loaded table current (``update_incremental``) costs time and memory that grow with
+    the table's files: the input topic of a 30-minute soak made the driver ~230 MB larger."""
+    fs, _ = filesystem_for(table_uri)
+    version = known
+    while fs.get_file_info(filesystem_for(commit_path(table_uri, version + 1))[1]).type != pafs.FileType.NotFound:
+        version += 1
+    return version
 
 
 def read_commit(table_uri: str, version: int) -> list[dict] | None:

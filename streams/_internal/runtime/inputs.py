@@ -1,8 +1,8 @@
 """The application's input topics as the driver sees them: their latest versions, watched in the
 background, and the files each version added, read once and cut into bounded batches.
 
-The watcher polls every input topic's Delta log (``update_incremental``: one small read when
-nothing changed) and asks for a trigger whenever some sub-topology has input it has not consumed.
+The watcher polls every input topic's Delta log (:func:`sinks.latest_version`: one probe for the
+next commit file when nothing changed, whatever the table's size) and asks for a trigger whenever some sub-topology has input it has not consumed.
 A trigger takes whole versions, as many as fit in ``max_records_per_batch`` records per topic (at
 least one), so a backlog is consumed in bounded batches; if input is left, the trigger asks for
 the next one at once.
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 
 from deltalake import DeltaTable
 
-from sinks import DataFile, files_added
+from sinks import DataFile, files_added, latest_version
 
 log = logging.getLogger("deltastreams")
 
@@ -61,8 +61,7 @@ class InputWatcher(threading.Thread):
         self.consumed = consumed
         self.on_input = on_input
         self.interval_s = interval_s
-        self._tables = {t: DeltaTable(uri) for t, uri in self.uris.items()}
-        self._latest = {t: table.version() for t, table in self._tables.items()}
+        self._latest = {t: DeltaTable(uri).version() for t, uri in self.uris.items()}
         self._stopping = threading.Event()
 
     def latest(self) -> dict[str, int]:
@@ -74,9 +73,8 @@ class InputWatcher(threading.Thread):
     def run(self) -> None:
         while not self._stopping.wait(self.interval_s):
             try:
-                for topic, table in self._tables.items():
-                    table.update_incremental()
-                    self._latest[topic] = table.version()
+                for topic, uri in self.uris.items():
+                    self._latest[topic] = latest_version(uri, self._latest[topic])
             except Exception:  # noqa: BLE001 - a transient read error: try again next round
                 log.debug("watching the input topics failed", exc_info=True)
                 continue
