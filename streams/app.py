@@ -79,8 +79,9 @@ class StreamsApp:
 
     @property
     def history(self) -> list[BatchMetrics]:
-        """Metrics of every sub-topology batch committed by this instance, in order."""
-        return self.trigger.history if self.trigger is not None else []
+        """Metrics of the sub-topology batches this instance committed, in order: the most recent
+        10,000 (the metrics file and the log have all of them)."""
+        return list(self.trigger.history) if self.trigger is not None else []
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,6 +30,8 @@ from streams._internal.spark.job import TriggerJob
 from streams._internal.spark.ticks import TickChannel
 
 log = logging.getLogger("deltastreams")
+
+HISTORY = 10_000
 
 
 @dataclass
@@ -83,7 +85,8 @@ class Trigger:
         self.stopping = False
         self.in_batch = threading.Lock()
         self.last_batch_id = -1
-        self.history: list[BatchMetrics] = []
+        self.history: deque[BatchMetrics] = deque(maxlen=HISTORY)
+        """The most recent batches' metrics (a job runs for days: all of them would not fit)."""
         self.commit_lock = threading.Lock()
         """Held while planning and committing: retention steps take it too, so a step and a
         commit never interleave on a table."""
