@@ -4,7 +4,16 @@ Keys start with a big-endian time (window start for window stores, window end fo
 suppression buffer), so "everything older than T" is one key range: purging expired windows and
 emitting closed ones are range scans, not full scans. Window starts are never negative (windows
 are aligned to the epoch from 0, as in Kafka), so data keys begin with a byte below 0x80 and the
-store's own bookkeeping (its stream time) lives under keys beginning with 0xff, beyond any range.
+store's own bookkeeping (its stream time, its floor) lives under keys beginning with 0xff, beyond
+any range.
+
+The *floor* is a time below which the store holds nothing: :meth:`TimeKeyedStore.take_up_to`
+raises it past what it removed, a put below it lowers it. Scans start there, not at key 0: RocksDB
+keeps every deleted or overwritten entry in its memtable until a flush, and a scan from key 0
+stepped over all of them. In a 30-minute soak the windowed count's process time grew from 10 ms to
+52 ms a batch that way (a scan over 8 live rows: 0.8 ms after 5,000 batches, 8-16 ms after
+10,000-30,000, measured on its own). The floor is a store entry like any other: pending with the
+batch, changelogged, restored.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from state.stores import ChangelogEntry
 
 _TIME = struct.Struct(">q")
 _STREAM_TIME_KEY = b"\xff\xffstream-time"
+_FLOOR_KEY = b"\xff\xfffloor"
 NO_STREAM_TIME = -1  # Kafka's "no record observed yet"
 
 
@@ -42,6 +52,9 @@ class TimeKeyedStore:
         return self.store.get_many([time_key(t, s) for t, s in keys])
 
     def put(self, time: int, suffix: bytes, value: bytes) -> ChangelogEntry:
+        floor = self._floor()
+        if floor is not None and time < floor:
+            self.store.put(_FLOOR_KEY, _TIME.pack(time))
         return self.store.put(time_key(time, suffix), value)
 
     def delete(self, time: int, suffix: bytes) -> ChangelogEntry:
@@ -49,11 +62,27 @@ class TimeKeyedStore:
 
     def up_to(self, time: int) -> Iterator[tuple[int, bytes, bytes]]:
         """Entries with key time <= ``time``, in (time, suffix) order."""
-        if time < 0:
+        floor = self._floor()
+        if time < 0 or (floor is not None and time < floor):
             return
-        for key, value in self.store.range(None, time_key(time + 1)):
+        for key, value in self.store.range(None if floor is None else time_key(floor), time_key(time + 1)):
             t, suffix = split_time_key(key)
             yield t, suffix, value
+
+    def take_up_to(self, time: int) -> list[tuple[int, bytes, bytes]]:
+        """Remove and return the entries with key time <= ``time``, in (time, suffix) order
+        (closed windows purged, final results emitted); the floor rises past them."""
+        taken = list(self.up_to(time))
+        for t, suffix, _ in taken:
+            self.store.delete(time_key(t, suffix))
+        floor = self._floor()
+        if time >= 0 and (floor is None or time + 1 > floor):
+            self.store.put(_FLOOR_KEY, _TIME.pack(time + 1))
+        return taken
+
+    def _floor(self) -> int | None:
+        raw = self.store.get(_FLOOR_KEY)
+        return None if raw is None else _TIME.unpack(raw)[0]
 
     def all(self) -> Iterator[tuple[int, bytes, bytes]]:
         for key, value in self.store.range(None, b"\xff"):

@@ -2,6 +2,7 @@ import pytest
 
 from conf.errors import StateStoreError
 from state import ChangeLoggingStore, ChangelogEntry, InMemoryKeyValueStore, RocksDBKeyValueStore, TimeKeyedStore, apply_changelog
+from state.window import time_key
 
 
 @pytest.fixture(params=["memory", "rocksdb"])
@@ -87,6 +88,29 @@ def test_time_keyed_store_scans_up_to_a_time_in_time_order(make_store):
     store.stream_time = 99
     assert [(t, k) for t, k, _ in store.up_to(20)] == [(10, b"a"), (10, b"z"), (20, b"a")]
     assert [(t, k) for t, k, _ in store.all()] == [(10, b"a"), (10, b"z"), (20, b"a"), (30, b"b")]
+
+
+def test_taking_entries_raises_a_floor_that_later_scans_start_from(make_store):
+    inner = make_store()
+    store = TimeKeyedStore(ChangeLoggingStore(inner))
+    for t in (10, 20, 30):
+        store.put(t, b"a", b"v")
+    assert [t for t, _, _ in store.take_up_to(20)] == [10, 20]
+    scans = []
+    plain_range = store.store.range
+    store.store.range = lambda lo=None, hi=None: scans.append(lo) or plain_range(lo, hi)
+    assert [t for t, _, _ in store.take_up_to(25)] == []
+    assert scans == [time_key(21)]  # not from key 0: deleted history is never stepped over again
+    store.put(5, b"late", b"v")  # below the floor: lowers it, so the entry is still found
+    assert [(t, k) for t, k, _ in store.take_up_to(30)] == [(5, b"late"), (30, b"a")]
+    assert list(store.all()) == []
+    # the floor is a store entry like the others: it survives a commit and a replay of the changelog
+    committed = store.store.changelog()
+    replayed = make_store("rebuilt")
+    apply_changelog(replayed, committed)
+    rebuilt = TimeKeyedStore(ChangeLoggingStore(replayed))
+    rebuilt.put(31, b"b", b"v")
+    assert [t for t, _, _ in rebuilt.take_up_to(29)] == [] and [t for t, _, _ in rebuilt.take_up_to(31)] == [31]
 
 
 def test_rocksdb_store_survives_reopening(tmp_path):

@@ -275,8 +275,7 @@ class AggregateOperator(Operator, node=AggregateNode):
             return
         store.stream_time = stream_time
         horizon = stream_time - self.windows.size_ms - self.windows.grace_ms
-        for start, suffix, _ in list(store.up_to(horizon)):
-            store.delete(start, suffix)
+        store.take_up_to(horizon)
 
 
 class _KeyValueView:

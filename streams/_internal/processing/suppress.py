@@ -54,12 +54,10 @@ class SuppressOperator(Operator, node=SuppressNode):
             self.buffer.stream_time = latest
 
     def _emit_closed(self, horizon: int, template: Flow) -> Flow:
-        due = list(self.buffer.up_to(horizon))
+        due = self.buffer.take_up_to(horizon)
         if not due:
             return Flow.empty(template.key_type, template.value_type, windowed=True)
         rows = [pickle.loads(raw) for _, _, raw in due]
-        for end, suffix, _ in due:
-            self.buffer.delete(end, suffix)
         keys, _ = infer_array([r[0] for r in rows], template.key_type if len(template) else None)
         values, _ = infer_array([r[1] for r in rows], template.value_type if len(template) else None)
         # Emitted while processing the batch's last revision: order them after it.
