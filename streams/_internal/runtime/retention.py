@@ -60,7 +60,6 @@ class Retention(threading.Thread):
         self.sinks = [t for t in self.outputs if t not in internal and t not in registry.changelog_topics]
         self._stopping = threading.Event()
         self._last: dict[str, float] = {}
-        self.results: list[RetentionResult] = []
 
     def stop(self) -> None:
         """No new step starts; waits for the one running."""
@@ -163,5 +162,4 @@ class Retention(threading.Thread):
         if topic is not None and result.version is not None:
             self.registry.committed(topic, result.version)
         if result.version is not None or result.files_deleted or result.conflict:
-            self.results.append(result)
             log.info("retention: %s", result.describe())
