@@ -98,3 +98,14 @@ def test_creating_twice_fails_unless_identical_and_exist_ok(topic, tmp_path):
 def test_reserved_column_names_are_refused(tmp_path):
     with pytest.raises(SchemaMismatchError, match="offset"):
         create_topic(tmp_path, "x", partitions=1, key_type=pa.string(), value_type=pa.struct([("offset", pa.int64())]))
+
+
+def test_latest_version_finds_new_commits_by_probing_the_log(topic):
+    from sinks import latest_version
+
+    start = topic.version()
+    assert latest_version(topic.uri, start) == start  # nothing new: one probe
+    for i in range(3):
+        topic.append(records([f"u{i}"], [i], [i]))
+    assert latest_version(topic.uri, start) == start + 3 == topic.version()
+    assert latest_version(topic.uri, start + 2) == start + 3
