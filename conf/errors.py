@@ -142,6 +142,12 @@ class CommitError(DeltaStreamsError):
     on restart."""
 
 
+class BatchTimedOutError(CommitError):
+    """A micro-batch took so long that file cleanup may already have deleted what its tasks wrote
+    (``retention.orphan_file_delay``): it is abandoned, never decided, and run again (Kafka's
+    transaction timeout)."""
+
+
 class ProducerFencedError(CommitError):
     """Another instance of the same application (same ``application_id`` and state) started and
     took over: this instance is a zombie and its writes were not made visible. Stop it; the new

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from deltalake import DeltaTable
 
 from conf import StreamsConfig
+from conf.errors import BatchTimedOutError
 from sinks import DataFile, commit_files, under_root
 from sinks.transaction import DecidedBatch, TablePublication, TransactionLog
 from streams._internal.runtime.consolidate import consolidate
@@ -166,8 +167,31 @@ class Committer:
 
     # -- one sub-topology's batch ----------------------------------------------------------------
 
+    def check_age(self, written: Sequence[WrittenFile]) -> None:
+        """Refuse a batch whose files may be gone: file cleanup (ours, or a zombie's) deletes files
+        no commit references once ``orphan_file_delay`` old, and cannot tell a slow batch's
+        files from an abandoned one's. So, like Kafka's transaction timeout, a batch older than
+        half that delay is never decided (a batch stalled for a minute on a damaged store lost
+        its files to a 30 s delay in the crash harness). Steps and commits hold the same lock,
+        so no cleanup runs between this check and the decision."""
+        retention = self.config.retention
+        if not retention.enabled or not written:
+            return
+        limit_ms = retention.orphan_file_delay.total_seconds() * 1000 / 2
+        oldest = min((w.file.modification_time for w in written if w.file.modification_time > 0), default=None)
+        if oldest is None:
+            return
+        age_ms = time.time() * 1000 - oldest
+        if age_ms >= limit_ms:
+            raise BatchTimedOutError(
+                f"the batch's first file was written {age_ms / 1000:.0f} s ago, more than half of retention.orphan_file_delay "
+                f"({retention.orphan_file_delay.total_seconds():.0f} s): file cleanup may have deleted its files, so it is "
+                "abandoned and run again"
+            )
+
     def commit(self, subtopology: int, sources: Mapping[str, tuple[int, int]], written: Sequence[WrittenFile]) -> Published:
         started = time.perf_counter()
+        self.check_age(written)
         published = Published()
         grouped: dict[str, list[WrittenFile]] = defaultdict(list)
         for item in written:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from conf.errors import BatchTimedOutError
 from sinks import delete_file
 from streams._internal.runtime.committer import Committer
 from streams._internal.runtime.inputs import InputWatcher
@@ -130,40 +131,46 @@ class Trigger:
             for written in outcome.merged:
                 merged_for[self.planner.writer_of[written.topic]].append(written)
             staged += [w for w in outcome.files if w.topic in self.planner.writer_of]
-        for stage in trigger.plan.stages:
-            for sub in stage:
-                mine = by_sub.get(sub.id, [])
-                written = [w for o in mine for w in o.files if w.topic not in self.planner.writer_of] + merged_for.get(sub.id, [])
-                sources = {t: (start, self.registry.version(t) if end is None else end) for t, (start, end) in trigger.sources[sub.id].items()}
-                if not written and all(start >= end for start, end in sources.values()):
-                    continue
+        for sub in (sub for stage in trigger.plan.stages for sub in stage):
+            mine = by_sub.get(sub.id, [])
+            written = [w for o in mine for w in o.files if w.topic not in self.planner.writer_of] + merged_for.get(sub.id, [])
+            sources = {t: (start, self.registry.version(t) if end is None else end) for t, (start, end) in trigger.sources[sub.id].items()}
+            if not written and all(start >= end for start, end in sources.values()):
+                continue
+            try:
                 published = self.committer.commit(sub.id, sources, written)
-                sub_phases = Phases(phases)
-                sub_phases.add(published.phases)
-                task_phases = Phases()
-                for outcome in mine:
-                    task_phases.add(outcome.phases)
-                metrics = BatchMetrics(
-                    subtopology=sub.id,
-                    batch_id=trigger.plan.batch_id,
-                    tasks=len(mine),
-                    records_in=sum(o.processed for o in mine),
-                    records_out=sum(o.emitted for o in mine),
-                    dropped_late=sum(o.dropped_records for o in mine),
-                    dead_letters=sum(o.dead_letters for o in mine),
-                    restored_entries=sum(o.restored_entries for o in mine),
-                    process_seconds=job_seconds,
-                    commit_seconds=published.seconds,
-                    total_seconds=time.perf_counter() - started,
-                    phases=dict(sub_phases),
-                    task_phases=dict(task_phases),
-                    started_at=started_at,
-                )
-                self.history.append(metrics)
-                self.progress.batch_done(metrics)
+            except BatchTimedOutError as e:
+                # This sub-topology and every later one (they read its uncommitted output) start
+                # over from their committed positions, as after a crash; their files are orphans.
+                log.warning("sub-topology %d batch %d: %s", sub.id, trigger.plan.batch_id, e)
+                self.ticks.tick()
+                break
+            sub_phases = Phases(phases)
+            sub_phases.add(published.phases)
+            task_phases = Phases()
+            for outcome in mine:
+                task_phases.add(outcome.phases)
+            metrics = BatchMetrics(
+                subtopology=sub.id,
+                batch_id=trigger.plan.batch_id,
+                tasks=len(mine),
+                records_in=sum(o.processed for o in mine),
+                records_out=sum(o.emitted for o in mine),
+                dropped_late=sum(o.dropped_records for o in mine),
+                dead_letters=sum(o.dead_letters for o in mine),
+                restored_entries=sum(o.restored_entries for o in mine),
+                process_seconds=job_seconds,
+                commit_seconds=published.seconds,
+                total_seconds=time.perf_counter() - started,
+                phases=dict(sub_phases),
+                task_phases=dict(task_phases),
+                started_at=started_at,
+            )
+            self.history.append(metrics)
+            self.progress.batch_done(metrics)
         for topic, position in self._consumed_inputs().items():
             self.planner.inputs.forget(topic, position)
-        if staged:  # merged into committed files now: the staged copies are garbage
+        if staged:  # merged into the batch's files (committed or abandoned): garbage now
             self._cleaner.submit(_delete_staged, [(self.registry.uri(w.topic), w.file.path) for w in staged])
 
     def _consumed_inputs(self) -> dict[str, int]:
