@@ -29,6 +29,14 @@ def _corrupt(error: BaseException) -> bool:
     return "corrupt" in text or "checksum" in text or "no such file" in text or "bad magic" in text
 
 
+def held_elsewhere(error: BaseException) -> bool:
+    """Whether RocksDB refused to open because another handle holds the store's lock. It names
+    its lock file ("... <path>/LOCK: Resource temporarily unavailable"); a bare "lock" also matched
+    "block checksum mismatch", so a corrupt store waited out the whole lock timeout before it was
+    moved aside (a 61 s stall in the crash harness)."""
+    return "/lock:" in str(error).lower()
+
+
 def _options() -> Options:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
@@ -56,7 +64,7 @@ class RocksDBKeyValueStore:
             try:
                 return Rdict(str(self.path), options=_options(), column_families={_META_FAMILY: Options(raw_mode=True)})
             except Exception as e:  # noqa: BLE001 - rocksdict raises plain Exception for IO/lock errors
-                if "lock" in str(e).lower() and time.monotonic() < deadline:
+                if held_elsewhere(e) and time.monotonic() < deadline:
                     time.sleep(0.1)
                     continue
                 error = e

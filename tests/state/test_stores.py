@@ -130,3 +130,11 @@ def test_a_store_with_pending_writes_refuses_to_restore_committed_entries(make_s
     store.abort()
     assert store.restore([ChangelogEntry(b"k", b"committed")], meta={"applied": b"1"}) == 1
     assert store.get(b"k") == b"committed" and store.get_meta("applied") == b"1"
+
+
+def test_a_corrupt_store_is_not_mistaken_for_a_locked_one():
+    from state._internal.rocksdb import held_elsewhere
+
+    assert held_elsewhere(Exception("IO error: While lock file: /s/t/store/LOCK: Resource temporarily unavailable"))
+    assert held_elsewhere(Exception("IO error: lock hold by current process, acquire time 1 acquiring thread 2: /s/LOCK: No locks available"))
+    assert not held_elsewhere(Exception("Corruption: block checksum mismatch: stored(context removed) = 1, computed = 2"))
