@@ -62,7 +62,9 @@ class TimeKeyedStore:
 
     def up_to(self, time: int) -> Iterator[tuple[int, bytes, bytes]]:
         """Entries with key time <= ``time``, in (time, suffix) order."""
-        floor = self._floor()
+        yield from self._scan(time, self._floor())
+
+    def _scan(self, time: int, floor: int | None) -> Iterator[tuple[int, bytes, bytes]]:
         if time < 0 or (floor is not None and time < floor):
             return
         for key, value in self.store.range(None if floor is None else time_key(floor), time_key(time + 1)):
@@ -72,10 +74,10 @@ class TimeKeyedStore:
     def take_up_to(self, time: int) -> list[tuple[int, bytes, bytes]]:
         """Remove and return the entries with key time <= ``time``, in (time, suffix) order
         (closed windows purged, final results emitted); the floor rises past them."""
-        taken = list(self.up_to(time))
+        floor = self._floor()
+        taken = list(self._scan(time, floor))
         for t, suffix, _ in taken:
             self.store.delete(time_key(t, suffix))
-        floor = self._floor()
         if time >= 0 and (floor is None or time + 1 > floor):
             self.store.put(_FLOOR_KEY, _TIME.pack(time + 1))
         return taken
