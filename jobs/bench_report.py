@@ -62,6 +62,7 @@ def _summary(results: dict, plots: list[str]) -> str:
         f"# Benchmark {results['started']}",
         "",
         f"`{results['command']}` — {results['events']:,} events, {results['cores']} cores; versions {results['versions']}.",
+        f"Events/s of the best of {results.get('repeats', 1)} runs per configuration, run in rotating order (every run: `runs_seconds` in results.json).",
         "",
         "| commit interval | exactly_once | at_least_once | EOS / ALOS | plain Spark SS | EOS / plain |",
         "|---|---|---|---|---|---|",
@@ -71,6 +72,9 @@ def _summary(results: dict, plots: list[str]) -> str:
         ratio = lambda x, y: f"{x / y:.2f}" if x and y else "-"  # noqa: E731
         fmt = lambda x: f"{x:,.0f}" if x else "-"  # noqa: E731
         lines.append(f"| {interval} ms | {fmt(e)} | {fmt(a)} | {ratio(e, a)} | {fmt(p)} | {ratio(e, p)} |")
+    hops = eps.get("exactly_once_3_subtopologies@1000")
+    if hops and eps.get("exactly_once@1000"):
+        lines += ["", f"Three sub-topologies (one more repartition), exactly_once @1 s: {hops:,.0f} events/s, {hops / eps['exactly_once@1000']:.2f}x the two-sub-topology pageview."]
     steady = results.get("events_per_s_steady", {})
     if steady:
         lines += ["", "Steady part of each run (first batch started to last batch done, without query start-up): " + ", ".join(f"{k} {v:,.0f}/s" for k, v in steady.items()) + "."]
