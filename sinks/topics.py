@@ -139,10 +139,22 @@ class TopicLayout:
         cols[KEY] = table.column(self.key_column)
         if self.value_fields is not None:
             arrays = [table.column(n).combine_chunks() for n in self.value_fields]
-            cols[VALUE] = pa.StructArray.from_arrays(arrays, fields=list(self.value_type))
+            cols[VALUE] = pa.StructArray.from_arrays(arrays, fields=list(self.value_type), mask=self._null_values(arrays))
         else:
             cols[VALUE] = table.column(self.value_column)
         return pa.table(cols, schema=self.record_schema())
+
+    def _null_values(self, arrays: list[pa.Array]) -> pa.Array | None:
+        """Which rows hold a null value: every value field null (the shared key field aside).
+        One column per field has no place for the struct's own null, so a value whose fields
+        are all null reads back as a null value (docs/differences-from-kafka.md)."""
+        data = [a for n, a in zip(self.value_fields, arrays, strict=True) if not (self.key_shared and n == self.key_column)]
+        if not data or not any(a.null_count for a in data):
+            return None
+        null = data[0].is_null()
+        for array in data[1:]:
+            null = pc.and_(null, array.is_null())
+        return null
 
     def to_table_columns(self, records: pa.Table, topic: str) -> pa.Table:
         """Record form (with offsets assigned) -> the table's columns, without ``partition``."""
@@ -157,10 +169,15 @@ class TopicLayout:
             cols[self.key_column] = key
         if self.value_fields is not None:
             struct = value.combine_chunks()
+            # flatten() applies the struct's own nulls to its fields: a null value (a delete)
+            # is stored as null fields, not as whatever the children hold under the null.
+            fields = dict(zip((f.name for f in struct.type), struct.flatten(), strict=True))
+            if self.key_shared:  # a null value still stores its key
+                fields[self.key_column] = pc.if_else(struct.is_null(), key.combine_chunks(), fields[self.key_column])
             for name in self.value_fields:
-                cols[name] = struct.field(name)
+                cols[name] = fields[name]
             if self.key_shared:
-                shared = struct.field(self.key_column)
+                shared = fields[self.key_column]
                 mismatch = pc.invert(pc.equal(shared, key.combine_chunks()).fill_null(False))
                 if pc.any(mismatch).as_py():
                     i = int(np.flatnonzero(np.asarray(mismatch))[0])

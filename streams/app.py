@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from conf import StreamsConfig
-from conf.errors import DeltaStreamsError, TopicNotFoundError
+from conf.errors import DeltaStreamsError, TopicNotFoundError, TopologyError
 from sinks import Topic, check_expected_types
 from streams._internal.runtime import task_host
 from streams._internal.runtime.checkpoints import fresh_checkpoint
@@ -42,7 +42,7 @@ from streams._internal.spark.job import TriggerJob
 from streams._internal.spark.trigger import BatchMetrics, Trigger
 from topology.compile import compile_subtopology, for_executors
 from topology.graph import Topology
-from topology.nodes import SourceNode
+from topology.nodes import SourceNode, StreamTableJoinNode
 
 log = logging.getLogger("deltastreams")
 _CHECKPOINT_RESTARTS = 3
@@ -162,6 +162,22 @@ class StreamsApp:
                         topic=topic,
                     )
                 check_expected_types(topic, Topic.open(self.config.root, physical).layout, node.key_type, node.value_type)
+        self._check_copartitioning()
+
+    def _check_copartitioning(self) -> None:
+        """A join reads its stream and its table partition by partition, so both must have as
+        many partitions, as Kafka checks at start (a record and its table row are then in the
+        same task, both partitioned by key with the same partitioner)."""
+        for sub in self.topology.subtopologies:
+            if not any(isinstance(self.topology.nodes[n], StreamTableJoinNode) for n in sub.nodes):
+                continue
+            counts = {topic: self.registry.partitions(topic) for topic in sub.source_topics}
+            if len(set(counts.values())) > 1:
+                listed = ", ".join(f"{topic}: {n}" for topic, n in counts.items())
+                raise TopologyError(
+                    f"topics joined in sub-topology {sub.id} are not co-partitioned ({listed}): a join needs the same number of "
+                    "partitions on both sides; recreate one of them (or, for a repartition topic, set num_partitions to match)"
+                )
 
     def _start_query(self) -> None:
         parent = Path(self.config.local_state_dir).absolute() / self.config.application_id / "checkpoints"

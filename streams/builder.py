@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from conf.errors import TopologyError
-from streams.dsl import KStream
+from streams.dsl import KStream, KTable, _named
 from topology.graph import GraphBuilder, Topology
-from topology.nodes import SourceNode
+from topology.nodes import SourceNode, TableSourceNode
 
 
 class StreamsBuilder:
@@ -32,12 +32,31 @@ class StreamsBuilder:
         if not names or not all(isinstance(t, str) and t for t in names):
             raise TopologyError(f"stream() takes a topic name or a list of them, got {topics!r}", node="stream")
         node = SourceNode(
-            name if name is not None else self._graph.processor_name("KSTREAM-SOURCE"),
+            _named(self._graph, name, "KSTREAM-SOURCE"),
             tuple(names),
             key_type=key_type,
             value_type=value_type,
         )
         return KStream(self._graph, self._graph.add(node))
+
+    def table(
+        self,
+        topic: str,
+        *,
+        key_type: pa.DataType | None = None,
+        value_type: pa.DataType | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """The latest value per key of ``topic`` (a ``None`` value deletes the key; a ``None``
+        key is skipped). ``name`` names the table's store (Kafka's ``Materialized.as``), which
+        is then always kept; otherwise a store is kept only if something reads the table by key."""
+        if not isinstance(topic, str) or not topic:
+            raise TopologyError(f"table() takes a topic name, got {topic!r}", node="table")
+        # Kafka's counter order: the store's name, the source, then the table source.
+        store = name if name is not None else self._graph.store_name(topic)
+        source = self._graph.add(SourceNode(self._graph.processor_name("KSTREAM-SOURCE"), (topic,), key_type=key_type, value_type=value_type))
+        node = TableSourceNode(self._graph.processor_name("KTABLE-SOURCE"), store, store=store if name is not None else None)
+        return KTable(self._graph, self._graph.add(node, [source]), _source=node.name)
 
     def build(self) -> Topology:
         return self._graph.build()

@@ -13,7 +13,7 @@ from typing import Any
 
 from conf.errors import TopologyError
 from streams.windows import Suppressed, TimeWindows
-from topology.functions import FunctionKind, check_callable, user_function
+from topology.functions import FunctionKind, check_callable, joiner_function, user_function
 from topology.graph import GraphBuilder
 from topology.nodes import (
     AggregateNode,
@@ -26,7 +26,11 @@ from topology.nodes import (
     PeekNode,
     SelectKeyNode,
     SinkNode,
+    StreamTableJoinNode,
     SuppressNode,
+    TableFilterNode,
+    TableMapValuesNode,
+    TableSourceNode,
     ToStreamNode,
     Windows,
 )
@@ -36,6 +40,13 @@ _AGGREGATE_PREFIX = {
     AggregationKind.AGGREGATE: "KSTREAM-AGGREGATE",
     AggregationKind.REDUCE: "KSTREAM-REDUCE",
 }
+
+
+def _named(graph: GraphBuilder, name: str | None, prefix: str) -> str:
+    """The user's name, or a generated one. Kafka takes a counter value either way, so naming
+    one operator does not rename the unnamed ones after it."""
+    generated = graph.processor_name(prefix)
+    return name if name is not None else generated
 
 
 @dataclass(frozen=True)
@@ -51,7 +62,7 @@ class KStream:
         return KStream(self._graph, self._graph.add(node, [self._node]), self._repartition_required or changes_key)
 
     def _name(self, name: str | None, prefix: str) -> str:
-        return name if name is not None else self._graph.processor_name(prefix)
+        return _named(self._graph, name, prefix)
 
     # -- stateless --------------------------------------------------------------------------
 
@@ -113,6 +124,46 @@ class KStream:
     def group_by(self, selector: Callable[[Any, Any], Any] | Any, *, name: str | None = None) -> KGroupedStream:
         """Group by a new key ``selector(key, value)``: ``select_key`` then ``group_by_key``."""
         return self.select_key(selector, name=name).group_by_key(name=name)
+
+    # -- tables and joins ---------------------------------------------------------------------
+
+    def to_table(self, *, name: str | None = None) -> KTable:
+        """This stream as a table: the latest value per key (a ``None`` value deletes the key).
+        If an earlier step changed the key, the records are repartitioned first."""
+        processor = self._name(name, "KSTREAM-TOTABLE")
+        store = self._graph.store_name("KSTREAM-TOTABLE")
+        parent = self._node
+        if self._repartition_required:
+            parent = self._graph.add_repartition(parent, processor, user_named=name is not None)
+        node = self._graph.add(TableSourceNode(processor, store), [parent])
+        return KTable(self._graph, node, _source=node)
+
+    def join(self, table: KTable, joiner: Callable[..., Any], *, name: str | None = None) -> KStream:
+        """Inner join with ``table`` by key: each record with a matching row gives
+        ``joiner(value, table_value)`` (or ``joiner(key, value, table_value)``), keyed and timed
+        as the record; a record without a row gives nothing; table updates give nothing."""
+        return self._join_table(table, joiner, name, left=False)
+
+    def left_join(self, table: KTable, joiner: Callable[..., Any], *, name: str | None = None) -> KStream:
+        """Like :meth:`join`, but a record without a row gives ``joiner(value, None)``."""
+        return self._join_table(table, joiner, name, left=True)
+
+    def _join_table(self, table: KTable, joiner: Callable[..., Any], name: str | None, *, left: bool) -> KStream:
+        operator = "left_join" if left else "join"
+        if not isinstance(table, KTable):
+            raise TopologyError(f"{operator}() joins a KTable (builder.table(...) or to_table()), got {table!r}", node=operator)
+        if table._source is None:
+            raise TopologyError(
+                f"{operator}(): joining the table of an aggregation is not supported yet; join a table from builder.table() or to_table()",
+                node=operator,
+            )
+        fn = joiner_function(joiner, operator=operator)
+        parent = self._node
+        if self._repartition_required:
+            parent = self._graph.repartition_for_join(parent, name if name is not None else self._node, user_named=name is not None)
+        processor = self._name(name, "KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN")
+        store = table._materialize()
+        return KStream(self._graph, self._graph.add(StreamTableJoinNode(processor, fn, table._node, store, left), [parent]))
 
     # -- sinks --------------------------------------------------------------------------------
 
@@ -221,15 +272,53 @@ class TimeWindowedKStream(_Grouped):
 
 @dataclass(frozen=True)
 class KTable:
-    """The changelog of an aggregation. Every update is a revision of the key's (window's) row."""
+    """A table: the latest value per key, seen as its stream of updates (a ``None`` value is a
+    delete). From ``builder.table``/``to_table`` (``_source`` names that source node) or from an
+    aggregation, whose updates are revisions of the key's (window's) row."""
 
     _graph: GraphBuilder
     _node: str
     _windows: Windows | None = None
+    _source: str | None = None
+
+    def _materialize(self) -> str:
+        """Make the source keep its table in a store (something reads it by key); its name."""
+        node = self._graph.node(self._source)
+        if node.store is None:
+            node = TableSourceNode(node.name, node.store_name, store=node.store_name)
+            self._graph.replace(node)
+        return node.store
+
+    def filter(self, predicate: Callable[[Any, Any], bool] | Any, *, name: str | None = None) -> KTable:
+        """Keep rows for which ``predicate(key, value)`` is true: an update that fails it is
+        forwarded as a delete of the key, as Kafka does."""
+        fn = user_function(predicate, operator="filter")
+        node = TableFilterNode(_named(self._graph, name, "KTABLE-FILTER"), fn)
+        return self._then(node)
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool] | Any, *, name: str | None = None) -> KTable:
+        """Drop rows for which ``predicate(key, value)`` is true (forwarded as deletes)."""
+        fn = user_function(predicate, operator="filter_not")
+        node = TableFilterNode(_named(self._graph, name, "KTABLE-FILTER"), fn, negate=True)
+        return self._then(node)
+
+    def map_values(self, mapper: Callable[..., Any] | Any, *, name: str | None = None) -> KTable:
+        """New values: ``mapper(value)`` or ``mapper(key, value)``; a delete stays a delete."""
+        fn = user_function(mapper, operator="map_values", value_only_allowed=True)
+        if fn.is_column:
+            raise TopologyError("KTable.map_values() takes a Python callable or a pyarrow expression", node="map_values")
+        node = TableMapValuesNode(_named(self._graph, name, "KTABLE-MAPVALUES"), fn)
+        return self._then(node)
+
+    def _then(self, node) -> KTable:
+        if node.function is not None and node.function.is_column:
+            raise TopologyError(f"{node.name}: KTable operations take Python callables or pyarrow expressions, not Spark Columns", node=node.name)
+        return KTable(self._graph, self._graph.add(node, [self._node]), self._windows, self._source)
 
     def to_stream(self, *, name: str | None = None) -> KStream:
-        """The stream of this table's revisions (windowed keys carry window_start/window_end)."""
-        node = ToStreamNode(name if name is not None else self._graph.processor_name("KTABLE-TOSTREAM"))
+        """The stream of this table's updates (windowed keys carry window_start/window_end;
+        a delete is a record with a ``None`` value)."""
+        node = ToStreamNode(_named(self._graph, name, "KTABLE-TOSTREAM"))
         return KStream(self._graph, self._graph.add(node, [self._node]))
 
     def suppress(self, suppressed: Suppressed, *, name: str | None = None) -> KTable:

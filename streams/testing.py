@@ -156,6 +156,19 @@ class TopologyTestDriver:
         stamps = [self.wall_clock_ms if ts is None else ts for _, _, ts in rows]
         self._deliver(topic, self._records(topic, pa.array([r[0] for r in rows]), pa.array([r[1] for r in rows]), stamps))
 
+    def pipe_together(self, records: Iterable[tuple[str, Any, Any, int]]) -> None:
+        """``(topic, key, value, timestamp)`` records of several topics processed as one batch
+        (one commit): each task takes them in Kafka's PartitionGroup order (smallest head
+        timestamp first), as a Spark micro-batch does."""
+        by_topic: dict[str, list[tuple[Any, Any, int]]] = {}
+        for topic, key, value, timestamp in records:
+            by_topic.setdefault(topic, []).append((key, value, timestamp))
+        batch = {
+            topic: self._records(topic, pa.array([r[0] for r in rows]), pa.array([r[1] for r in rows]), [r[2] for r in rows])
+            for topic, rows in by_topic.items()
+        }
+        self._deliver_batch(batch)
+
     def _records(self, topic: str, keys: pa.Array, values: pa.Array, stamps: list[int], windows: tuple | None = None) -> pa.Table:
         first = self._offsets.get(topic, 0)
         self._offsets[topic] = first + len(keys)
@@ -170,11 +183,15 @@ class TopologyTestDriver:
         return pa.table(columns)
 
     def _deliver(self, topic: str, records: pa.Table) -> None:
+        self._deliver_batch({topic: records})
+
+    def _deliver_batch(self, batch: Mapping[str, pa.Table]) -> None:
         for task in self._tasks:
-            if topic not in task.subtopology.source_topics:
+            inputs = {t: records for t, records in batch.items() if t in task.subtopology.source_topics}
+            if not inputs:
                 continue
             try:
-                result = task.process({topic: records})
+                result = task.process(inputs)
             except Exception:
                 self._abort(task)  # a failed batch commits nothing, as a failed task in production
                 raise

@@ -164,3 +164,20 @@ def _takes_key(fn: Callable[..., Any], operator: str, value_only_allowed: bool) 
         f"{operator}() takes a function of {expected}, but {_name(fn)!r} takes {arity}",
         node=operator,
     )
+
+
+def joiner_function(obj: Any, *, operator: str) -> UserFunction:
+    """Kafka's ``ValueJoiner`` ``(value, other_value)`` or ``ValueJoinerWithKey`` ``(key,
+    value, other_value)``, told apart by how many arguments the callable requires."""
+    if not callable(obj):
+        raise TopologyError(f"{operator}() takes a joiner (value, other_value) -> value, got {obj!r}", node=operator)
+    arity = _arity(obj)
+    if arity is None:
+        return UserFunction(obj, FunctionKind.PYTHON, takes_key=False)
+    two, three = arity.accepts(2), arity.accepts(3)
+    if not (two or three):
+        raise TopologyError(
+            f"{operator}() calls its joiner as (value, other_value) or (key, value, other_value), but {_name(obj)!r} takes {arity}",
+            node=operator,
+        )
+    return UserFunction(obj, FunctionKind.PYTHON, takes_key=three and (arity.low == 3 or not two))

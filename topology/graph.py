@@ -26,6 +26,7 @@ class GraphBuilder:
         self._index = 0
         self._nodes: dict[str, Node] = {}
         self._parents: dict[str, tuple[str, ...]] = {}
+        self._join_repartitions: dict[str, str] = {}
 
     def processor_name(self, prefix: str) -> str:
         name = f"{prefix}-{self._index:010d}"
@@ -60,6 +61,27 @@ class GraphBuilder:
         self.add(NullKeyFilterNode(key_filter), [parent])
         self.add(SinkNode(sink, topic, internal=True), [key_filter])
         return self.add(SourceNode(source, (topic,), internal=True))
+
+    def repartition_for_join(self, parent: str, prefix: str, *, user_named: bool) -> str:
+        """A repartition before a join. Kafka reuses a re-keyed stream's repartition topic for
+        every join of it that is not named (still burning three counter values each time)."""
+        if user_named or parent not in self._join_repartitions:
+            source = self.add_repartition(parent, prefix, user_named=user_named)
+            if not user_named:
+                self._join_repartitions[parent] = source
+            return source
+        for prefix_burnt in ("KSTREAM-SINK", "KSTREAM-FILTER", "KSTREAM-SOURCE"):
+            self.processor_name(prefix_burnt)
+        return self._join_repartitions[parent]
+
+    def node(self, name: str) -> Node:
+        return self._nodes[name]
+
+    def replace(self, node: Node) -> None:
+        """Swap a node for an updated spec of itself (same name, same edges)."""
+        if node.name not in self._nodes:
+            raise KeyError(node.name)
+        self._nodes[node.name] = node
 
     def build(self) -> Topology:
         if not self._nodes:

@@ -164,6 +164,63 @@ class ToStreamNode(Node):
 
 
 @dataclass(frozen=True)
+class TableSourceNode(Node):
+    """Kafka's KTableSource: the latest value per key of its parent's records (a ``None`` value
+    deletes the key; a ``None`` key is dropped). ``store`` is set once something reads the table
+    by key (a join) or the user named it; until then the table forwards every update without
+    keeping state, as Kafka's unmaterialized source does. ``store_name`` is the name reserved for
+    it when the node was created (Kafka's counter order)."""
+
+    store_name: str
+    store: str | None = None
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return (self.store,) if self.store is not None else ()
+
+
+@dataclass(frozen=True)
+class TableFilterNode(Node):
+    """``KTable.filter``: an update whose new value fails the predicate becomes a tombstone."""
+
+    predicate: UserFunction
+    negate: bool = False
+
+    @property
+    def function(self) -> UserFunction:
+        return self.predicate
+
+
+@dataclass(frozen=True)
+class TableMapValuesNode(Node):
+    mapper: UserFunction
+
+    @property
+    def function(self) -> UserFunction:
+        return self.mapper
+
+
+@dataclass(frozen=True)
+class StreamTableJoinNode(Node):
+    """``KStream.join / left_join(table)``: each stream record looks up its key in the table as it
+    stood when the record was processed (table updates produce nothing). ``table`` is the table's
+    node; ``store`` the source store its value getter reads."""
+
+    joiner: UserFunction
+    table: str
+    store: str
+    left: bool = False
+
+    @property
+    def function(self) -> UserFunction:
+        return self.joiner
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return (self.store,)
+
+
+@dataclass(frozen=True)
 class StoreSpec:
     """A state store of the topology; its changelog is ``<application_id>-<name>-changelog``."""
 

@@ -1,7 +1,8 @@
 """Split a topology into sub-topologies at repartition boundaries.
 
-Nodes joined by an edge belong together; a repartition topic joins its sink and source through a
-topic, not an edge, so it is where one sub-topology ends and the next begins. Sub-topology ids
+Nodes joined by an edge belong together, and so do nodes sharing a state store (a join and the
+table it reads, as in Kafka); a repartition topic joins its sink and source through a topic, not
+an edge, so it is where one sub-topology ends and the next begins. Sub-topology ids
 follow Kafka: groups are numbered in the sorted order of their source node names.
 """
 
@@ -37,6 +38,10 @@ def _components(nodes: Mapping[str, Node], parents: Mapping[str, tuple[str, ...]
     for name, node_parents in parents.items():
         for parent in node_parents:
             root[find(name)] = find(parent)
+    owner: dict[str, str] = {}
+    for name, node in nodes.items():
+        for store in node.stores:
+            root[find(name)] = find(owner.setdefault(store, name))
     return {name: find(name) for name in nodes}
 
 
@@ -59,7 +64,7 @@ def split_subtopologies(nodes: Mapping[str, Node], parents: Mapping[str, tuple[s
                 nodes=names,
                 source_topics=tuple(t for n in members if isinstance(n, SourceNode) for t in n.topics),
                 sink_topics=tuple(dict.fromkeys(n.topic for n in members if isinstance(n, SinkNode))),
-                stores=tuple(s for n in members for s in n.stores),
+                stores=tuple(dict.fromkeys(s for n in members for s in n.stores)),
             )
         )
     return tuple(result)

@@ -109,3 +109,19 @@ def test_latest_version_finds_new_commits_by_probing_the_log(topic):
         topic.append(records([f"u{i}"], [i], [i]))
     assert latest_version(topic.uri, start) == start + 3 == topic.version()
     assert latest_version(topic.uri, start + 2) == start + 3
+
+
+@pytest.mark.parametrize("key_in_value", [False, True])
+def test_a_null_struct_value_a_delete_survives_the_one_column_per_field_layout(tmp_path, key_in_value):
+    # A table's deletes are null values; a struct value is stored one column per field, where
+    # the struct's own null must not turn into a value of empty fields.
+    fields = [("user_id", pa.string())] if key_in_value else []
+    value_type = pa.struct(fields + [("region", pa.string()), ("visits", pa.int64())])
+    topic = create_topic(str(tmp_path), "users", partitions=1, key_type=pa.string(), value_type=value_type, key_column="user_id")
+    values = [{"region": "eu", "visits": 1}, None, {"region": None, "visits": 0}]
+    if key_in_value:
+        values = [dict(v, user_id=k) if v is not None else None for v, k in zip(values, ["a", "b", "c"], strict=True)]
+    topic.append(pa.table({"key": ["a", "b", "c"], "value": pa.array(values, value_type), "timestamp": pa.array([1, 2, 3], pa.int64())}))
+    read = Topic.open(str(tmp_path), "users").read()
+    assert read.column("key").to_pylist() == ["a", "b", "c"]
+    assert read.column("value").to_pylist() == values

@@ -1,3 +1,5 @@
+import pytest
+
 from jobs.pageview import build_topology
 from streams import StreamsBuilder, Suppressed, TimeWindows
 
@@ -97,7 +99,8 @@ def test_group_by_names_the_repartition_topic_after_the_grouping():
     assert topology.internal_topics == {"by-c-repartition"}
     assert [s.source_topics for s in topology.subtopologies] == [("in",), ("by-c-repartition",)]
     assert topology.subtopologies[0].sink_topics == ("by-c-repartition",)
-    assert topology.subtopologies[1].stores == ("KSTREAM-AGGREGATE-STATE-STORE-0000000001",)
+    # The named key selector still takes counter value 1 (Kafka's NamedInternal burns it).
+    assert topology.subtopologies[1].stores == ("KSTREAM-AGGREGATE-STATE-STORE-0000000002",)
 
 
 def test_branches_list_successors_larger_subtree_first():
@@ -110,3 +113,109 @@ def test_branches_list_successors_larger_subtree_first():
         "    Source: KSTREAM-SOURCE-0000000000 (topics: [in])",
         "      --> KSTREAM-FILTER-0000000002, KSTREAM-SINK-0000000001",
     ]
+
+
+# KStreamKTableJoinTest.shouldReuseRepartitionTopicWithGeneratedName: two unnamed joins of one
+# re-keyed stream share its repartition topic (each still takes three counter values).
+STREAM_TABLE_JOINS_GENERATED = """\
+Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [topic])
+      --> KSTREAM-MAP-0000000007
+    Processor: KSTREAM-MAP-0000000007 (stores: [])
+      --> KSTREAM-FILTER-0000000009
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KSTREAM-FILTER-0000000009 (stores: [])
+      --> KSTREAM-SINK-0000000008
+      <-- KSTREAM-MAP-0000000007
+    Sink: KSTREAM-SINK-0000000008 (topic: KSTREAM-MAP-0000000007-repartition)
+      <-- KSTREAM-FILTER-0000000009
+
+  Sub-topology: 1
+    Source: KSTREAM-SOURCE-0000000010 (topics: [KSTREAM-MAP-0000000007-repartition])
+      --> KSTREAM-JOIN-0000000011, KSTREAM-JOIN-0000000016
+    Processor: KSTREAM-JOIN-0000000011 (stores: [topic2-STATE-STORE-0000000001])
+      --> KSTREAM-SINK-0000000012
+      <-- KSTREAM-SOURCE-0000000010
+    Processor: KSTREAM-JOIN-0000000016 (stores: [topic3-STATE-STORE-0000000004])
+      --> KSTREAM-SINK-0000000017
+      <-- KSTREAM-SOURCE-0000000010
+    Source: KSTREAM-SOURCE-0000000002 (topics: [topic2])
+      --> KTABLE-SOURCE-0000000003
+    Source: KSTREAM-SOURCE-0000000005 (topics: [topic3])
+      --> KTABLE-SOURCE-0000000006
+    Sink: KSTREAM-SINK-0000000012 (topic: out-one)
+      <-- KSTREAM-JOIN-0000000011
+    Sink: KSTREAM-SINK-0000000017 (topic: out-two)
+      <-- KSTREAM-JOIN-0000000016
+    Processor: KTABLE-SOURCE-0000000003 (stores: [topic2-STATE-STORE-0000000001])
+      --> none
+      <-- KSTREAM-SOURCE-0000000002
+    Processor: KTABLE-SOURCE-0000000006 (stores: [topic3-STATE-STORE-0000000004])
+      --> none
+      <-- KSTREAM-SOURCE-0000000005
+
+"""
+
+# KStreamKTableJoinTest.shouldCreateRepartitionTopicsWithUserProvidedName.
+STREAM_TABLE_JOINS_NAMED = """\
+Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [topic])
+      --> KSTREAM-MAP-0000000007
+    Processor: KSTREAM-MAP-0000000007 (stores: [])
+      --> first-join-repartition-filter, second-join-repartition-filter
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: first-join-repartition-filter (stores: [])
+      --> first-join-repartition-sink
+      <-- KSTREAM-MAP-0000000007
+    Processor: second-join-repartition-filter (stores: [])
+      --> second-join-repartition-sink
+      <-- KSTREAM-MAP-0000000007
+    Sink: first-join-repartition-sink (topic: first-join-repartition)
+      <-- first-join-repartition-filter
+    Sink: second-join-repartition-sink (topic: second-join-repartition)
+      <-- second-join-repartition-filter
+
+  Sub-topology: 1
+    Source: first-join-repartition-source (topics: [first-join-repartition])
+      --> first-join
+    Source: KSTREAM-SOURCE-0000000002 (topics: [topic2])
+      --> KTABLE-SOURCE-0000000003
+    Processor: first-join (stores: [topic2-STATE-STORE-0000000001])
+      --> KSTREAM-SINK-0000000012
+      <-- first-join-repartition-source
+    Sink: KSTREAM-SINK-0000000012 (topic: out-one)
+      <-- first-join
+    Processor: KTABLE-SOURCE-0000000003 (stores: [topic2-STATE-STORE-0000000001])
+      --> none
+      <-- KSTREAM-SOURCE-0000000002
+
+  Sub-topology: 2
+    Source: second-join-repartition-source (topics: [second-join-repartition])
+      --> second-join
+    Source: KSTREAM-SOURCE-0000000005 (topics: [topic3])
+      --> KTABLE-SOURCE-0000000006
+    Processor: second-join (stores: [topic3-STATE-STORE-0000000004])
+      --> KSTREAM-SINK-0000000017
+      <-- second-join-repartition-source
+    Sink: KSTREAM-SINK-0000000017 (topic: out-two)
+      <-- second-join
+    Processor: KTABLE-SOURCE-0000000006 (stores: [topic3-STATE-STORE-0000000004])
+      --> none
+      <-- KSTREAM-SOURCE-0000000005
+
+"""
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_stream_table_joins_of_a_rekeyed_stream_match_kafka(named):
+    builder = StreamsBuilder()
+    stream_a = builder.stream("topic")
+    table_b = builder.table("topic2")
+    table_c = builder.table("topic3")
+    rekeyed = stream_a.map(lambda k, v: (v, k))
+    rekeyed.join(table_b, lambda v1, v2: v1 + v2, name="first-join" if named else None).to("out-one")
+    rekeyed.join(table_c, lambda v1, v2: v1 + v2, name="second-join" if named else None).to("out-two")
+    expected = STREAM_TABLE_JOINS_NAMED if named else STREAM_TABLE_JOINS_GENERATED
+    assert str(builder.build().describe()) == expected

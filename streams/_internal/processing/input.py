@@ -18,14 +18,17 @@ import numpy as np
 import pyarrow as pa
 
 from streams._internal.processing.flow import SEQ, BadRecords, Flow, concat_flows
+from streams._internal.processing.order import sequence_numbers
 from topology.records import KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
 
 
 @dataclass
 class SeenInputs:
-    """The task's input records, concatenated in the order they were read; ``_seq`` indexes them."""
+    """The task's input records, topic by topic, with each record's ``_seq``."""
 
     topics: list[str] = field(default_factory=list)
+    seqs: dict[str, np.ndarray] = field(default_factory=dict)
+    """Per topic, the ``_seq`` of its records (assigned before reading: :meth:`order`)."""
     partitions: list[np.ndarray] = field(default_factory=list)
     offsets: list[np.ndarray] = field(default_factory=list)
     timestamps: list[np.ndarray] = field(default_factory=list)
@@ -35,18 +38,27 @@ class SeenInputs:
     def total(self) -> int:
         return sum(self.sizes)
 
-    def add(self, topic: str, records: pa.Table) -> int:
-        """Remember ``records``; returns the ``_seq`` of the first."""
-        base = self.total
+    @classmethod
+    def order(cls, inputs: Mapping[str, pa.Table], topics: list[str]) -> SeenInputs:
+        """Number the records of ``topics`` (those present in ``inputs``) in PartitionGroup order."""
+        present = [t for t in topics if t in inputs]
+        stamps = [inputs[t].column(TIMESTAMP).fill_null(-1).to_numpy(zero_copy_only=False) for t in present]
+        return cls(seqs=dict(zip(present, sequence_numbers(stamps), strict=True)))
+
+    def add(self, topic: str, records: pa.Table) -> np.ndarray:
+        """Remember ``records``; returns their ``_seq``."""
         self.topics.append(topic)
         self.partitions.append(records.column("partition").to_numpy(zero_copy_only=False))
         self.offsets.append(records.column("offset").to_numpy(zero_copy_only=False))
         self.timestamps.append(records.column(TIMESTAMP).fill_null(-1).to_numpy(zero_copy_only=False))
         self.sizes.append(records.num_rows)
-        return base
+        return self.seqs[topic]
 
     def locate(self, seqs: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Topic, partition, offset and timestamp of the input records ``seqs``."""
+        where = np.empty(self.total, dtype=np.int64)  # _seq -> index into the concatenated inputs
+        where[np.concatenate([self.seqs[t] for t in self.topics])] = np.arange(self.total, dtype=np.int64)
+        seqs = where[seqs]
         bounds = np.cumsum(self.sizes)
         which = np.searchsorted(bounds, seqs, side="right")
         within = seqs - (bounds - np.asarray(self.sizes))[which]
@@ -73,9 +85,9 @@ class TaskInput:
             records = inputs.get(topic)
             if records is None:
                 continue
-            base = seen.add(topic, records)
+            seqs = seen.add(topic, records)
             windowed = WINDOW_START in records.column_names
-            columns = {SEQ: pa.array(np.arange(base, base + records.num_rows, dtype=np.int64)), TIMESTAMP: records.column(TIMESTAMP)}
+            columns = {SEQ: pa.array(seqs), TIMESTAMP: records.column(TIMESTAMP)}
             if windowed:
                 columns[WINDOW_START] = records.column(WINDOW_START)
                 columns[WINDOW_END] = records.column(WINDOW_END)

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from conf.errors import TopologyError
 from state import ChangeLoggingStore
 from streams._internal.processing.flow import BadRecords, Flow
+from topology.graph import Topology
 from topology.nodes import Node
 
 
@@ -32,6 +33,11 @@ class BuildContext:
     """The task's stores, by name."""
     caching: bool
     """Emit only the last revision per window (or key) of a batch."""
+    topology: Topology | None = None
+    """The whole topology, for operators that read another node's state (a join's table)."""
+    table_changes: dict[str, Any] = field(default_factory=dict)
+    """Per table store, the changes its source applied in the current batch, shared with the
+    joins that read it (:class:`streams._internal.processing.table.BatchChanges`)."""
 
 
 @dataclass

@@ -83,7 +83,7 @@ class TaskProcessor:
         self.stores = stores
         self.fail_on_bad_record = fail_on_bad_record
         self.late_records_topic = late_records_topic
-        plan = plan_task(topology, subtopology, BuildContext(stores, caching), entry=entry)
+        plan = plan_task(topology, subtopology, BuildContext(stores, caching, topology), entry=entry)
         self.inputs = plan.inputs
         self.operators = plan.operators
 
@@ -100,7 +100,7 @@ class TaskProcessor:
         """Run one batch: ``inputs`` maps each source topic (logical name) to its records in
         record form (``partition``, ``offset``, ``timestamp``, ``key``, ``value``), offset order."""
         context = ProcessContext(BadRecords(self.fail_on_bad_record, str(self.task_id)))
-        seen = SeenInputs()
+        seen = SeenInputs.order(inputs, [t for task_input in self.inputs for t in task_input.topics])
         flows: dict[str, Flow] = {task_input.after: task_input.read(inputs, seen, context.bad) for task_input in self.inputs}
         for operator in self.operators:
             flows[operator.name] = operator.process(concat_flows([flows[p] for p in operator.parents]), context)

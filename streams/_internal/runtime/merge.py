@@ -3,10 +3,10 @@
 Each staged file is one writer's records for the partition, in the order that writer produced
 them. The merge always takes the writer whose next record has the smallest timestamp (ties: the
 lower writer), which is how Kafka Streams picks among a task's input partitions (its
-PartitionGroup); computed as a stable sort by each writer's running maximum timestamp, which
-yields the same order. Interleaving writers by arrival, or one writer after the other, would make
-stream time downstream jump ahead by a whole batch and drop records as late depending on how the
-input was cut into batches; the merge keeps results independent of that.
+PartitionGroup, :mod:`streams._internal.processing.order`). Interleaving writers by arrival, or
+one writer after the other, would make stream time downstream jump ahead by a whole batch and
+drop records as late depending on how the input was cut into batches; the merge keeps results
+independent of that.
 
 The merged records get dense offsets from where the partition ends and are written as the
 partition's Parquet file, which the upstream sub-topology's commit publishes; the downstream task
@@ -21,15 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from sinks import DataFile, Topic, read_staged_file
+from streams._internal.processing.order import merge_order
 from streams._internal.runtime.plan import TopicTarget, WrittenFile, schema_to_text
-
-
-def merge_order(timestamps: Sequence[np.ndarray]) -> np.ndarray:
-    """Positions (into the concatenation of the writers' records) in merged order."""
-    keys = np.concatenate([np.maximum.accumulate(t) if len(t) else t for t in timestamps])
-    writers = np.concatenate([np.full(len(t), i) for i, t in enumerate(timestamps)])
-    positions = np.concatenate([np.arange(len(t)) for t in timestamps])
-    return np.lexsort((positions, writers, keys))
 
 
 def merge_fresh(target: TopicTarget, partition: int, staged: Sequence[tuple[int, DataFile]]) -> tuple[pa.Table, WrittenFile]:

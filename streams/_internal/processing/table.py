@@ -1,0 +1,309 @@
+"""Tables and the stream-table join: Kafka's KTableSource, KTableFilter, KTableMapValues and
+KStreamKTableJoin.
+
+A table's flow is its stream of updates: ``value`` is the new value, ``None`` a delete. A
+materialized source keeps the latest value per key in its store, as ``pickle((value,
+timestamp))`` under the key's serialized bytes.
+
+The core runs a batch operator by operator, so by the time a join runs, its table's source has
+applied the whole batch. Kafka processes record by record: a stream record sees the table as it
+stood when that record came up in the task's input order (``_seq``). The source therefore logs
+the batch's changes (:class:`BatchChanges`), and a join's lookups read the table *as of* each
+stream record's ``_seq``: the last change before it, else the value from before the batch. A
+table derived by ``filter``/``map_values`` is read through the same functions applied to the
+looked-up values (Kafka's value getters), so a join never needs those tables stored.
+"""
+
+from __future__ import annotations
+
+import bisect
+import pickle
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from conf.errors import TopologyError
+from sinks.serde import key_bytes
+from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
+from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from streams._internal.processing.stateless import _call_each, _evaluate, _typed
+from topology.nodes import StreamTableJoinNode, TableFilterNode, TableMapValuesNode, TableSourceNode
+from topology.records import KEY, TIMESTAMP, VALUE
+
+
+@dataclass
+class _KeyChanges:
+    before: bytes | None
+    """The stored value when the batch started."""
+    seqs: list[int] = field(default_factory=list)
+    values: list[bytes | None] = field(default_factory=list)
+
+
+@dataclass
+class BatchChanges:
+    """The changes a table source applied in the current batch, by key, in ``_seq`` order."""
+
+    by_key: dict[bytes, _KeyChanges] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self.by_key.clear()
+
+    def record(self, key: bytes, before: bytes | None, seq: int, value: bytes | None) -> None:
+        changes = self.by_key.get(key)
+        if changes is None:
+            changes = self.by_key[key] = _KeyChanges(before)
+        changes.seqs.append(seq)
+        changes.values.append(value)
+
+    def as_of(self, key: bytes, seq: int) -> tuple[bool, bytes | None]:
+        """``(changed, value)``: whether ``key`` changed in this batch, and its raw value just
+        before record ``seq`` if so."""
+        changes = self.by_key.get(key)
+        if changes is None:
+            return False, None
+        i = bisect.bisect_left(changes.seqs, seq)
+        return True, (changes.values[i - 1] if i else changes.before)
+
+
+def _encode(value: Any, timestamp: int) -> bytes:
+    return pickle.dumps((value, int(timestamp)), protocol=5)
+
+
+def _decode(raw: bytes | None) -> Any:
+    return None if raw is None else pickle.loads(raw)[0]
+
+
+class TableSourceOperator(Operator, node=TableSourceNode):
+    """Latest value per key. Records with a null key are skipped and counted as dropped, as in
+    Kafka (a table has no row for them)."""
+
+    node: TableSourceNode
+
+    def __init__(self, node: TableSourceNode, parents: tuple[str, ...], build: BuildContext) -> None:
+        super().__init__(node, parents, build)
+        self.caching = build.caching
+        self.store = build.stores[node.store] if node.store is not None else None
+        self.changes = build.table_changes.setdefault(node.store, BatchChanges()) if node.store is not None else None
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        keys = flow.table.column(KEY)
+        if keys.null_count:
+            context.drop(keys.null_count)
+            flow = flow.filter(np.asarray(keys.is_valid()))
+        if self.store is None:
+            return flow
+        self.changes.clear()
+        if not len(flow):
+            return flow
+        raw_keys = key_bytes(flow.table.column(KEY))
+        values, stamps, seqs = flow.values(), flow.timestamps, flow.seqs
+        last: dict[bytes, int] = {}
+        for i, (kb, value) in enumerate(zip(raw_keys, values, strict=True)):
+            before = self.store.get(kb) if kb not in self.changes.by_key else None
+            encoded = None if value is None else _encode(value, stamps[i])
+            if encoded is None:
+                self.store.delete(kb)
+            else:
+                self.store.put(kb, encoded)
+            self.changes.record(kb, before, int(seqs[i]), encoded)
+            last.pop(kb, None)
+            last[kb] = i
+        if not self.caching:
+            return flow
+        # Kafka's cache: the last update per key of the commit, in the order keys were last updated.
+        return flow.take(np.fromiter(last.values(), dtype=np.int64, count=len(last)))
+
+
+def _tombstones_where(flow: Flow, keep: np.ndarray, values: pa.ChunkedArray | pa.Array | None = None) -> Flow:
+    """``flow`` (with ``values`` if given) whose rows outside ``keep`` become deletes."""
+    column = flow.table.column(VALUE) if values is None else values
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    masked = pc.if_else(pa.array(keep), column, pa.nulls(len(column), column.type))
+    return flow.replace(values=masked)
+
+
+class TableFilterOperator(Operator, node=TableFilterNode):
+    """An update whose value fails the predicate forwards a delete (Kafka forwards these
+    tombstones whenever its filter cannot know the old value)."""
+
+    node: TableFilterNode
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        return self.transform(flow, context)
+
+    def transform(self, flow: Flow, context: ProcessContext) -> Flow:
+        present = np.asarray(flow.table.column(VALUE).is_valid())
+        if not present.any():
+            return flow
+        predicate, negate = self.node.predicate, self.node.negate
+        if predicate.is_arrow:
+            (mask,), flow = _evaluate(self.name, predicate, flow, context.bad)
+            present = np.asarray(flow.table.column(VALUE).is_valid())
+            passed = np.asarray(mask.combine_chunks().fill_null(negate)) != negate
+            return _tombstones_where(flow, present & passed)
+        live = flow.filter(present)
+        results, ok = _call_each(self.name, predicate, live, context.bad)
+        passed = np.zeros(len(flow), dtype=bool)
+        rejected = np.zeros(len(flow), dtype=bool)
+        rows = np.flatnonzero(present)
+        passed[rows] = np.fromiter((bool(r) != negate for r in results), dtype=bool, count=len(results)) & ok
+        rejected[rows] = ~ok
+        out = _tombstones_where(flow, passed)
+        return out.filter(~rejected) if rejected.any() else out
+
+
+class TableMapValuesOperator(Operator, node=TableMapValuesNode):
+    """New values; a delete stays a delete (the mapper never sees ``None``)."""
+
+    node: TableMapValuesNode
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        return self.transform(flow, context)
+
+    def transform(self, flow: Flow, context: ProcessContext) -> Flow:
+        mapper = self.node.mapper
+        present = np.asarray(flow.table.column(VALUE).is_valid())
+        if mapper.is_arrow:
+            (values,), flow = _evaluate(self.name, mapper, flow, context.bad)
+            present = np.asarray(flow.table.column(VALUE).is_valid())
+            return _tombstones_where(flow, present, values)
+        rows = np.flatnonzero(present)
+        live = flow.take(rows)
+        results, ok = _call_each(self.name, mapper, live, context.bad)
+        mapped: list[Any] = [None] * len(flow)
+        keep = np.ones(len(flow), dtype=bool)
+        for j, i in enumerate(rows):
+            if ok[j]:
+                mapped[i] = results[j]
+            else:
+                keep[i] = False
+        array, fits = _typed(self.name, mapped, None, flow, context.bad, "value")
+        out = flow.replace(values=array)
+        out._keys, out._values = flow._keys, mapped
+        keep &= fits
+        return out if keep.all() else out.filter(keep)
+
+
+class _TableGetter:
+    """Reads a table by key as of a record's ``_seq``: the source's store and batch changes,
+    then the chain of filters and value mappers between the source and the joined table."""
+
+    def __init__(self, store, changes: BatchChanges, chain: Sequence[TableFilterOperator | TableMapValuesOperator]) -> None:
+        self.store = store
+        self.changes = changes
+        self.chain = chain
+
+    def lookup(self, stream: Flow, raw_keys: list[bytes], context: ProcessContext) -> tuple[Flow, list[Any]]:
+        """The stream records still standing (the chain may reject some) and, per record, the
+        table's value for its key (None: no row)."""
+        values: list[Any] = [None] * len(raw_keys)
+        unchanged = []
+        for i, (kb, seq) in enumerate(zip(raw_keys, stream.seqs, strict=True)):
+            changed, raw = self.changes.as_of(kb, int(seq))
+            if changed:
+                values[i] = _decode(raw)
+            else:
+                unchanged.append(i)
+        for i, raw in zip(unchanged, self.store.get_many([raw_keys[i] for i in unchanged]), strict=True):
+            values[i] = _decode(raw)
+        if not self.chain:
+            return stream, values
+        # Run the chain over the looked-up rows: same _seq (errors point at the stream record).
+        looked_up, _ = infer_array(values, None)
+        rows = Flow(
+            pa.table(
+                [stream.table.column(SEQ), stream.table.column(TIMESTAMP), stream.table.column(KEY), looked_up],
+                schema=flow_schema(stream.key_type, looked_up.type, False),
+            ),
+            False,
+            stream.keys(),
+            values,
+        )
+        for operator in self.chain:
+            rows = operator.transform(rows, context)
+        if len(rows) != len(stream):
+            kept = np.isin(stream.seqs, rows.seqs)
+            stream = stream.filter(kept)
+        return stream, rows.values()
+
+
+def _table_chain(build: BuildContext, table: str) -> tuple[TableSourceNode, list[str]]:
+    """The source under ``table`` and the filter/map_values nodes from it up to ``table``."""
+    nodes, parents = build.topology.nodes, build.topology.parents
+    chain, name = [], table
+    while not isinstance(nodes[name], TableSourceNode):
+        if not isinstance(nodes[name], (TableFilterNode, TableMapValuesNode)):
+            raise TopologyError(f"{table}: only tables from builder.table() or to_table(), filtered or mapped, can be joined", node=table)
+        chain.append(name)
+        (name,) = parents[name]
+    return nodes[name], list(reversed(chain))
+
+
+class StreamTableJoinOperator(Operator, node=StreamTableJoinNode):
+    """Kafka's KStreamKTableJoin: a stream record with a null value is skipped and counted as
+    dropped; with a null key it goes to the dead-letter topic in an inner join (Kafka drops it)
+    and joins no row in a left join (Kafka 3.7+). The output keeps the stream record's key and
+    timestamp."""
+
+    node: StreamTableJoinNode
+
+    def __init__(self, node: StreamTableJoinNode, parents: tuple[str, ...], build: BuildContext) -> None:
+        super().__init__(node, parents, build)
+        source, chain = _table_chain(build, node.table)
+        operators = [Operator.for_node(build.topology.nodes[n], build.topology.parents[n], build) for n in chain]
+        self.getter = _TableGetter(build.stores[node.store], build.table_changes.setdefault(node.store, BatchChanges()), operators)
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        values_column = flow.table.column(VALUE)
+        if values_column.null_count:
+            context.drop(values_column.null_count)
+            flow = flow.filter(np.asarray(values_column.is_valid()))
+        keys = flow.table.column(KEY)
+        null_keys = np.asarray(keys.is_null()) if keys.null_count else np.zeros(len(flow), dtype=bool)
+        if null_keys.any() and not self.node.left:
+            seqs, values = flow.seqs, flow.values()
+            for i in np.flatnonzero(null_keys):
+                context.bad.reject(seqs[i], self.name, "null key: a stream-table join looks the key up in the table (Kafka drops these)", None, values[i])
+            flow = flow.filter(~null_keys)
+            null_keys = np.zeros(len(flow), dtype=bool)
+        if not len(flow):
+            return flow
+        table_values: list[Any] = [None] * len(flow)
+        keyed = np.flatnonzero(~null_keys)
+        if len(keyed):
+            with_key = flow.take(keyed)
+            raw_keys = key_bytes(with_key.table.column(KEY))
+            with_key, found = self.getter.lookup(with_key, raw_keys, context)
+            if len(with_key) != len(keyed):  # the table's chain rejected some stream records
+                kept = np.isin(flow.seqs, with_key.seqs) | null_keys
+                flow, null_keys = flow.filter(kept), null_keys[kept]
+                keyed = np.flatnonzero(~null_keys)
+            for i, value in zip(keyed, found, strict=True):
+                table_values[i] = value
+        if not self.node.left:
+            matched = np.fromiter((v is not None for v in table_values), dtype=bool, count=len(table_values))
+            flow = flow.filter(matched)
+            table_values = [v for v in table_values if v is not None]
+        return self._join(flow, table_values, context)
+
+    def _join(self, flow: Flow, table_values: list[Any], context: ProcessContext) -> Flow:
+        joiner = self.node.joiner
+        keys, values, seqs = flow.keys(), flow.values(), flow.seqs
+        results: list[Any] = [None] * len(flow)
+        ok = np.ones(len(flow), dtype=bool)
+        for i, (k, v, t) in enumerate(zip(keys, values, table_values, strict=True)):
+            try:
+                results[i] = joiner.fn(k, v, t) if joiner.takes_key else joiner.fn(v, t)
+            except Exception as e:  # noqa: BLE001 - a failing joiner rejects its record, not the batch
+                ok[i] = False
+                context.bad.reject(seqs[i], self.name, f"{joiner.describe()} raised {type(e).__name__}: {e}", k, v, error=e)
+        array, fits = _typed(self.name, results, None, flow, context.bad, "value")
+        out = flow.replace(values=array)
+        out._keys, out._values = flow._keys, results
+        ok &= fits
+        return out if ok.all() else out.filter(ok)

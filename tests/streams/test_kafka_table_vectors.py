@@ -1,0 +1,266 @@
+"""Kafka Streams' own unit-test vectors for tables and the stream-table join, run through our
+TopologyTestDriver with caching off (as Kafka's tests run).
+
+From apache/kafka (``streams/src/test/.../kstream/internals``): ``KStreamKTableJoinTest`` and
+``KStreamKTableLeftJoinTest`` (``MockValueJoiner.TOSTRING_JOINER`` is ``value1 + "+" +
+value2``, Java printing a missing value as ``null``), ``KTableSourceTest.testKTable``,
+``KTableFilterTest.shouldPassThroughWithoutMaterialization`` and ``KTableMapValuesTest.testKTable``.
+Kafka's table inputs there use random timestamps, which a non-versioned table ignores; a seeded
+generator stands in. Where we differ on purpose (a null key in an inner join goes to the
+dead-letter topic; Kafka drops it) the test says so.
+"""
+
+import random
+
+import pytest
+
+from streams import StreamsBuilder, TopologyTestDriver
+
+NO_CACHE = {"caching": False}
+KEYS = (0, 1, 2, 3)
+
+
+def tostring_joiner(value1, value2):
+    return f"{value1}+{'null' if value2 is None else value2}"
+
+
+def kv(records):
+    return [(r.key, r.value, r.timestamp) for r in records]
+
+
+class JoinFixture:
+    def __init__(self, left: bool, store_backend: str = "memory"):
+        builder = StreamsBuilder()
+        stream = builder.stream("streamTopic")
+        table = builder.table("tableTopic")
+        (stream.left_join if left else stream.join)(table, tostring_joiner).to("out")
+        self.driver = TopologyTestDriver(builder.build(), NO_CACHE, store_backend=store_backend)
+        self.random = random.Random(42)
+
+    def push_to_stream(self, count, prefix):
+        for i in range(count):
+            self.driver.pipe_input("streamTopic", KEYS[i], f"{prefix}{KEYS[i]}", i)
+
+    def push_to_table(self, count, prefix):
+        for i in range(count):
+            self.driver.pipe_input("tableTopic", KEYS[i], f"{prefix}{KEYS[i]}", self.random.randrange(2**31 - 1))
+
+    def push_null_values_to_table(self, count):
+        for i in range(count):
+            self.driver.pipe_input("tableTopic", KEYS[i], None, 0)
+
+    def results(self):
+        return kv(self.driver.read_output("out"))
+
+
+@pytest.fixture
+def inner():
+    fixture = JoinFixture(left=False)
+    yield fixture
+    fixture.driver.close()
+
+
+@pytest.fixture
+def left():
+    fixture = JoinFixture(left=True)
+    yield fixture
+    fixture.driver.close()
+
+
+# -- KStreamKTableJoinTest ------------------------------------------------------------------------
+
+
+def test_inner_join_should_not_join_with_empty_table_on_stream_updates(inner):
+    inner.push_to_stream(2, "X")
+    assert inner.results() == []
+
+
+def test_inner_join_should_not_join_on_table_updates(inner):
+    inner.push_to_stream(2, "X")
+    assert inner.results() == []
+    inner.push_to_table(2, "Y")
+    assert inner.results() == []
+    inner.push_to_stream(4, "X")
+    assert inner.results() == [(0, "X0+Y0", 0), (1, "X1+Y1", 1)]
+    inner.push_to_table(4, "YY")
+    assert inner.results() == []
+    inner.push_to_stream(4, "X")
+    assert inner.results() == [(0, "X0+YY0", 0), (1, "X1+YY1", 1), (2, "X2+YY2", 2), (3, "X3+YY3", 3)]
+    inner.push_to_table(4, "YYY")
+    assert inner.results() == []
+
+
+def test_inner_join_should_join_only_if_match_found_on_stream_updates(inner):
+    inner.push_to_table(2, "Y")
+    assert inner.results() == []
+    inner.push_to_stream(4, "X")
+    assert inner.results() == [(0, "X0+Y0", 0), (1, "X1+Y1", 1)]
+
+
+def test_inner_join_should_clear_table_entry_on_null_value_updates(inner):
+    inner.push_to_table(4, "Y")
+    assert inner.results() == []
+    inner.push_to_stream(4, "X")
+    assert inner.results() == [(0, "X0+Y0", 0), (1, "X1+Y1", 1), (2, "X2+Y2", 2), (3, "X3+Y3", 3)]
+    inner.push_null_values_to_table(2)
+    assert inner.results() == []
+    inner.push_to_stream(4, "XX")
+    assert inner.results() == [(2, "XX2+Y2", 2), (3, "XX3+Y3", 3)]
+
+
+def test_inner_join_skips_a_null_value_as_dropped_and_sends_a_null_key_to_the_dead_letter_topic(inner):
+    # shouldLogAndMeterWhenSkippingNullLeftValue / ...NullLeftKey: Kafka skips both and counts a
+    # dropped record. A null value is skipped here too; a null key goes to the dead-letter topic,
+    # as everywhere else in deltastreams, so no record disappears unseen.
+    inner.push_to_table(1, "Y")
+    inner.driver.pipe_input("streamTopic", 0, None, 0)
+    assert inner.results() == [] and inner.driver.dropped_records == 1
+    inner.driver.pipe_input("streamTopic", None, "A", 0)
+    assert inner.results() == []
+    (dead,) = inner.driver.dead_letters()
+    assert "null key" in dead.value["reason"] and dead.value["source_topic"] == "streamTopic"
+
+
+def test_copartition_group_is_the_stream_and_the_table_topic():
+    # shouldRequireCopartitionedStreams: the join makes one sub-topology of both topics.
+    builder = StreamsBuilder()
+    builder.stream("streamTopic").join(builder.table("tableTopic"), tostring_joiner).to("out")
+    (sub,) = builder.build().subtopologies
+    assert set(sub.source_topics) == {"streamTopic", "tableTopic"}
+
+
+# -- KStreamKTableLeftJoinTest --------------------------------------------------------------------
+
+
+def test_left_join_should_join_with_empty_table_on_stream_updates(left):
+    left.push_to_stream(2, "X")
+    assert left.results() == [(0, "X0+null", 0), (1, "X1+null", 1)]
+
+
+def test_left_join_should_not_join_on_table_updates(left):
+    left.push_to_stream(2, "X")
+    assert left.results() == [(0, "X0+null", 0), (1, "X1+null", 1)]
+    left.push_to_table(2, "Y")
+    assert left.results() == []
+    left.push_to_stream(4, "X")
+    assert left.results() == [(0, "X0+Y0", 0), (1, "X1+Y1", 1), (2, "X2+null", 2), (3, "X3+null", 3)]
+    left.push_to_table(4, "YY")
+    assert left.results() == []
+    left.push_to_stream(4, "X")
+    assert left.results() == [(0, "X0+YY0", 0), (1, "X1+YY1", 1), (2, "X2+YY2", 2), (3, "X3+YY3", 3)]
+    left.push_to_table(4, "YYY")
+    assert left.results() == []
+
+
+def test_left_join_should_join_regardless_if_match_found_on_stream_updates(left):
+    left.push_to_table(2, "Y")
+    assert left.results() == []
+    left.push_to_stream(4, "X")
+    assert left.results() == [(0, "X0+Y0", 0), (1, "X1+Y1", 1), (2, "X2+null", 2), (3, "X3+null", 3)]
+
+
+def test_left_join_should_clear_table_entry_on_null_value_updates(left):
+    left.push_to_table(4, "Y")
+    left.push_to_stream(4, "X")
+    assert left.results() == [(0, "X0+Y0", 0), (1, "X1+Y1", 1), (2, "X2+Y2", 2), (3, "X3+Y3", 3)]
+    left.push_null_values_to_table(2)
+    assert left.results() == []
+    left.push_to_stream(4, "XX")
+    assert left.results() == [(0, "XX0+null", 0), (1, "XX1+null", 1), (2, "XX2+Y2", 2), (3, "XX3+Y3", 3)]
+
+
+def test_left_join_joins_a_null_key_with_no_row():
+    # Kafka 3.7+ (KIP-962): a left join passes a record with a null key on, with no table row.
+    fixture = JoinFixture(left=True)
+    fixture.driver.pipe_input("streamTopic", None, "A", 3)
+    assert fixture.results() == [(None, "A+null", 3)]
+    assert fixture.driver.dead_letters() == []
+
+
+# -- KTableSourceTest, KTableFilterTest, KTableMapValuesTest --------------------------------------
+
+
+def test_table_source_forwards_every_update_and_delete():
+    builder = StreamsBuilder()
+    builder.table("topic1").to_stream().to("out")
+    with TopologyTestDriver(builder.build(), NO_CACHE) as driver:
+        for key, value, ts in [("A", 1, 10), ("B", 2, 11), ("C", 3, 12), ("D", 4, 13), ("A", None, 14), ("B", None, 15)]:
+            driver.pipe_input("topic1", key, value, ts)
+        assert kv(driver.read_output("out")) == [("A", 1, 10), ("B", 2, 11), ("C", 3, 12), ("D", 4, 13), ("A", None, 14), ("B", None, 15)]
+
+
+def test_table_filter_and_filter_not_forward_deletes_for_rows_they_drop():
+    builder = StreamsBuilder()
+    table = builder.table("topic1")
+    table.filter(lambda key, value: value % 2 == 0).to_stream().to("even")
+    table.filter_not(lambda key, value: value % 2 == 0).to_stream().to("odd")
+    with TopologyTestDriver(builder.build(), NO_CACHE) as driver:
+        for key, value, ts in [("A", 1, 10), ("B", 2, 5), ("C", 3, 8), ("D", 4, 14), ("A", None, 18), ("B", None, 15)]:
+            driver.pipe_input("topic1", key, value, ts)
+        assert kv(driver.read_output("even")) == [("A", None, 10), ("B", 2, 5), ("C", None, 8), ("D", 4, 14), ("A", None, 18), ("B", None, 15)]
+        assert kv(driver.read_output("odd")) == [("A", 1, 10), ("B", None, 5), ("C", 3, 8), ("D", None, 14), ("A", None, 18), ("B", None, 15)]
+
+
+def test_table_map_values():
+    builder = StreamsBuilder()
+    builder.table("topic1").map_values(lambda value: ord(value[0]) - 48).to_stream().to("out")
+    with TopologyTestDriver(builder.build(), NO_CACHE) as driver:
+        for key, value, ts in [("A", "1", 5), ("B", "2", 25), ("C", "3", 20), ("D", "4", 10)]:
+            driver.pipe_input("topic1", key, value, ts)
+        assert kv(driver.read_output("out")) == [("A", 1, 5), ("B", 2, 25), ("C", 3, 20), ("D", 4, 10)]
+
+
+# -- beyond Kafka's driver: batches, derived tables, restarts -------------------------------------
+
+
+def test_a_batch_of_both_topics_joins_each_record_with_the_table_as_of_its_turn():
+    # Kafka's driver processes one record at a time; a Spark batch holds both topics at once.
+    # In PartitionGroup order (smallest head timestamp first) the stream record at 3 comes
+    # before the table update at 5, the one at 7 after it.
+    builder = StreamsBuilder()
+    builder.stream("streamTopic").join(builder.table("tableTopic"), tostring_joiner).to("out")
+    with TopologyTestDriver(builder.build(), NO_CACHE) as driver:
+        driver.pipe_input("tableTopic", 0, "old", 0)
+        driver.pipe_together(
+            [("streamTopic", 0, "a", 3), ("streamTopic", 0, "b", 7), ("tableTopic", 0, "new", 5), ("tableTopic", 1, "one", 6), ("streamTopic", 1, "c", 8)]
+        )
+        assert kv(driver.read_output("out")) == [(0, "a+old", 3), (0, "b+new", 7), (1, "c+one", 8)]
+        driver.pipe_together([("tableTopic", 0, None, 9), ("streamTopic", 0, "d", 10), ("tableTopic", 0, "back", 11), ("streamTopic", 0, "e", 12)])
+        assert kv(driver.read_output("out")) == [(0, "e+back", 12)]
+
+
+def test_joining_a_filtered_and_mapped_table_reads_through_its_functions():
+    builder = StreamsBuilder()
+    users = builder.table("users").filter(lambda key, user: user["active"]).map_values(lambda user: user["region"])
+    builder.stream("views").left_join(users, lambda view, region: f"{view}@{region}").to("out")
+    with TopologyTestDriver(builder.build(), NO_CACHE) as driver:
+        driver.pipe_input("users", "u1", {"active": True, "region": "eu"}, 0)
+        driver.pipe_input("users", "u2", {"active": False, "region": "us"}, 0)
+        driver.pipe_input("views", "u1", "home", 1)
+        driver.pipe_input("views", "u2", "home", 2)
+        driver.pipe_input("users", "u1", {"active": False, "region": "eu"}, 3)
+        driver.pipe_input("views", "u1", "away", 4)
+        assert kv(driver.read_output("out")) == [("u1", "home@eu", 1), ("u2", "home@None", 2), ("u1", "away@None", 4)]
+        assert driver.dead_letters() == []
+
+
+@pytest.mark.parametrize("store_backend", ["memory", "rocksdb"])
+def test_the_table_survives_a_restart_from_its_changelog(store_backend):
+    fixture = JoinFixture(left=False, store_backend=store_backend)
+    with fixture.driver as driver:
+        fixture.push_to_table(3, "Y")
+        driver.pipe_input("tableTopic", 1, None, 0)
+        driver.restart()
+        fixture.push_to_stream(4, "X")
+        assert fixture.results() == [(0, "X0+Y0", 0), (2, "X2+Y2", 2)]
+
+
+def test_to_table_materializes_a_stream_for_a_join():
+    builder = StreamsBuilder()
+    regions = builder.stream("user-regions").to_table()
+    builder.stream("views").join(regions, lambda key, view, region: f"{key}:{view}@{region}").to("out")
+    with TopologyTestDriver(builder.build(), NO_CACHE) as driver:
+        driver.pipe_input("user-regions", "u1", "eu", 0)
+        driver.pipe_input("views", "u1", "home", 1)
+        driver.pipe_input("views", "u9", "home", 2)
+        assert kv(driver.read_output("out")) == [("u1", "u1:home@eu", 1)]
