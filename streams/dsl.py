@@ -26,11 +26,14 @@ from topology.nodes import (
     PeekNode,
     SelectKeyNode,
     SinkNode,
+    JoinKind,
     StreamTableJoinNode,
     SuppressNode,
     TableFilterNode,
     TableMapValuesNode,
+    TableMergeNode,
     TableSourceNode,
+    TableTableJoinNode,
     ToStreamNode,
     Windows,
 )
@@ -314,6 +317,41 @@ class KTable:
         if node.function is not None and node.function.is_column:
             raise TopologyError(f"{node.name}: KTable operations take Python callables or pyarrow expressions, not Spark Columns", node=node.name)
         return KTable(self._graph, self._graph.add(node, [self._node]), self._windows, self._source)
+
+    # -- table-table joins ----------------------------------------------------------------------
+
+    def join(self, other: KTable, joiner: Callable[..., Any], *, name: str | None = None) -> KTable:
+        """Rows whose key is in both tables: ``joiner(value, other_value)`` (or ``joiner(key,
+        value, other_value)``), updated whenever either side changes; a delete on either side
+        deletes the joined row. Its timestamp is the larger of the two rows'."""
+        return self._join_table(other, joiner, name, JoinKind.INNER)
+
+    def left_join(self, other: KTable, joiner: Callable[..., Any], *, name: str | None = None) -> KTable:
+        """Every row of this table, with ``other_value`` None where ``other`` has no row."""
+        return self._join_table(other, joiner, name, JoinKind.LEFT)
+
+    def outer_join(self, other: KTable, joiner: Callable[..., Any], *, name: str | None = None) -> KTable:
+        """Every key of either table; the missing side's value is None."""
+        return self._join_table(other, joiner, name, JoinKind.OUTER)
+
+    def _join_table(self, other: KTable, joiner: Callable[..., Any], name: str | None, kind: JoinKind) -> KTable:
+        operator = {JoinKind.INNER: "join", JoinKind.LEFT: "left_join", JoinKind.OUTER: "outer_join"}[kind]
+        if not isinstance(other, KTable):
+            raise TopologyError(f"KTable.{operator}() joins another KTable, got {other!r}", node=operator)
+        if self._source is None or other._source is None:
+            raise TopologyError(
+                f"KTable.{operator}(): joining the table of an aggregation is not supported yet; join tables from builder.table() or to_table()",
+                node=operator,
+            )
+        fn = joiner_function(joiner, operator=operator)
+        # Kafka's counter order: the merge node, then this side, then the other side.
+        merge = _named(self._graph, name, "KTABLE-MERGE")
+        this_side = _named(self._graph, None if name is None else f"{name}-join-this", "KTABLE-JOINTHIS")
+        other_side = _named(self._graph, None if name is None else f"{name}-join-other", "KTABLE-JOINOTHER")
+        this_store, other_store = self._materialize(), other._materialize()
+        self._graph.add(TableTableJoinNode(this_side, fn, other._node, other_store, kind, this_is_left=True), [self._node])
+        self._graph.add(TableTableJoinNode(other_side, fn, self._node, this_store, kind, this_is_left=False), [other._node])
+        return KTable(self._graph, self._graph.add(TableMergeNode(merge), [this_side, other_side]))
 
     def to_stream(self, *, name: str | None = None) -> KStream:
         """The stream of this table's updates (windowed keys carry window_start/window_end;

@@ -68,6 +68,13 @@ def describe(
     def ordered(names) -> tuple[str, ...]:
         return tuple(sorted(names, key=lambda n: (-size(n), n)))
 
+    def predecessors(name: str) -> tuple[str, ...]:
+        # Kafka sorts a node's predecessors as it connects them, and connecting one adds this
+        # node's size to it: of two predecessors equal in the end (the two sides of a table-table
+        # join), the one connected first sorts first.
+        order = {parent: i for i, parent in enumerate(parents[name])}
+        return tuple(sorted(parents[name], key=lambda n: (-size(n), order[n])))
+
     result = []
     for sub in subtopologies:
         described = []
@@ -79,6 +86,6 @@ def describe(
                 kind, detail = "Sink", node.topic
             else:
                 kind, detail = "Processor", _java_set(node.stores)
-            described.append(NodeDescription(name, kind, detail, ordered(children[name]), ordered(parents[name])))
+            described.append(NodeDescription(name, kind, detail, ordered(children[name]), predecessors(name)))
         result.append(SubtopologyDescription(sub.id, tuple(described)))
     return TopologyDescription(tuple(result))

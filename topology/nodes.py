@@ -220,6 +220,39 @@ class StreamTableJoinNode(Node):
         return (self.store,)
 
 
+class JoinKind(Enum):
+    INNER = "inner"
+    LEFT = "left"
+    OUTER = "outer"
+
+
+@dataclass(frozen=True)
+class TableTableJoinNode(Node):
+    """One side of ``KTable.join / left_join / outer_join(other)`` (Kafka's KTABLE-JOINTHIS or
+    KTABLE-JOINOTHER): each update of ``this`` side looks up the ``other`` table (node ``other``,
+    read through store ``store``) as it stood at that update. ``this_is_left`` tells which
+    argument of the user's joiner this side's value is."""
+
+    joiner: UserFunction
+    other: str
+    store: str
+    kind: JoinKind
+    this_is_left: bool
+
+    @property
+    def function(self) -> UserFunction:
+        return self.joiner
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return (self.store,)
+
+
+@dataclass(frozen=True)
+class TableMergeNode(Node):
+    """Kafka's KTABLE-MERGE: the updates of both sides of a table-table join, in order."""
+
+
 @dataclass(frozen=True)
 class StoreSpec:
     """A state store of the topology; its changelog is ``<application_id>-<name>-changelog``."""

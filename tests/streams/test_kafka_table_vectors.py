@@ -264,3 +264,113 @@ def test_to_table_materializes_a_stream_for_a_join():
         driver.pipe_input("views", "u1", "home", 1)
         driver.pipe_input("views", "u9", "home", 2)
         assert kv(driver.read_output("out")) == [("u1", "u1:home@eu", 1)]
+
+
+# -- KTableKTableInnerJoinTest, KTableKTableLeftJoinTest, KTableKTableOuterJoinTest (testJoin) ----
+
+
+def outer_joiner(value1, value2):
+    return f"{'null' if value1 is None else value1}+{'null' if value2 is None else value2}"
+
+
+# Kafka's doTestJoin, step by step: (inputs, expected output) with inputs (topic, key, value, ts).
+def _steps(kind):
+    left, outer = kind != "join", kind == "outer_join"
+    step = lambda expected_inner, expected_left, expected_outer: expected_outer if outer else (expected_left if left else expected_inner)  # noqa: E731
+    yield (
+        [("topic1", k, f"X{k}", 5 + k) for k in (0, 1)] + [("topic1", None, "SomeVal", 42)],
+        step([], [(0, "X0+null", 5), (1, "X1+null", 6)], [(0, "X0+null", 5), (1, "X1+null", 6)]),
+    )
+    yield (
+        [("topic2", k, f"Y{k}", 10 * k) for k in (0, 1)] + [("topic2", None, "AnotherVal", 73)],
+        [(0, "X0+Y0", 5), (1, "X1+Y1", 10)],
+    )
+    yield (
+        [("topic1", k, f"XX{k}", 7) for k in KEYS],
+        step([(0, "XX0+Y0", 7), (1, "XX1+Y1", 10)], [(0, "XX0+Y0", 7), (1, "XX1+Y1", 10), (2, "XX2+null", 7), (3, "XX3+null", 7)],
+             [(0, "XX0+Y0", 7), (1, "XX1+Y1", 10), (2, "XX2+null", 7), (3, "XX3+null", 7)]),
+    )
+    yield ([("topic2", k, f"YY{k}", 5 * k) for k in KEYS], [(0, "XX0+YY0", 7), (1, "XX1+YY1", 7), (2, "XX2+YY2", 10), (3, "XX3+YY3", 15)])
+    yield ([("topic1", k, f"XXX{k}", 6) for k in KEYS], [(0, "XXX0+YY0", 6), (1, "XXX1+YY1", 6), (2, "XXX2+YY2", 10), (3, "XXX3+YY3", 15)])
+    yield (
+        [("topic2", 0, None, 5), ("topic2", 1, None, 7)],
+        step([(0, None, 6), (1, None, 7)], [(0, "XXX0+null", 6), (1, "XXX1+null", 7)], [(0, "XXX0+null", 6), (1, "XXX1+null", 7)]),
+    )
+    yield (
+        [("topic1", k, f"XXXX{k}", 13) for k in KEYS],
+        step([(2, "XXXX2+YY2", 13), (3, "XXXX3+YY3", 15)], [(0, "XXXX0+null", 13), (1, "XXXX1+null", 13), (2, "XXXX2+YY2", 13), (3, "XXXX3+YY3", 15)],
+             [(0, "XXXX0+null", 13), (1, "XXXX1+null", 13), (2, "XXXX2+YY2", 13), (3, "XXXX3+YY3", 15)]),
+    )
+    yield (
+        [("topic1", 0, None, 0), ("topic1", 1, None, 42), ("topic1", 2, None, 5), ("topic1", 3, None, 20)],
+        step([(2, None, 10), (3, None, 20)], [(0, None, 0), (1, None, 42), (2, None, 10), (3, None, 20)],
+             [(0, None, 0), (1, None, 42), (2, "null+YY2", 10), (3, "null+YY3", 20)]),
+    )
+
+
+@pytest.mark.parametrize("kind", ["join", "left_join", "outer_join"])
+def test_table_table_join_matches_kafka(kind):
+    builder = StreamsBuilder()
+    table1, table2 = builder.table("topic1"), builder.table("topic2")
+    getattr(table1, kind)(table2, outer_joiner).to_stream().to("output")
+    topology = builder.build()
+    (sub,) = topology.subtopologies
+    assert set(sub.source_topics) == {"topic1", "topic2"}  # one co-partition group
+    with TopologyTestDriver(topology, NO_CACHE) as driver:
+        for inputs, expected in _steps(kind):
+            for topic, key, value, ts in inputs:
+                driver.pipe_input(topic, key, value, ts)
+            assert kv(driver.read_output("output")) == expected, inputs
+        assert driver.dropped_records == 2  # the two null keys
+
+
+# KStreamImplTest.shouldSupportTableTableJoinWithKStreamToKTable
+TABLE_TABLE_JOIN_OF_STREAMS_TO_TABLES = """\
+Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [left])
+      --> KSTREAM-TOTABLE-0000000001
+    Source: KSTREAM-SOURCE-0000000003 (topics: [right])
+      --> KSTREAM-TOTABLE-0000000004
+    Processor: KSTREAM-TOTABLE-0000000001 (stores: [KSTREAM-TOTABLE-STATE-STORE-0000000002])
+      --> KTABLE-JOINTHIS-0000000007
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KSTREAM-TOTABLE-0000000004 (stores: [KSTREAM-TOTABLE-STATE-STORE-0000000005])
+      --> KTABLE-JOINOTHER-0000000008
+      <-- KSTREAM-SOURCE-0000000003
+    Processor: KTABLE-JOINOTHER-0000000008 (stores: [KSTREAM-TOTABLE-STATE-STORE-0000000002])
+      --> KTABLE-MERGE-0000000006
+      <-- KSTREAM-TOTABLE-0000000004
+    Processor: KTABLE-JOINTHIS-0000000007 (stores: [KSTREAM-TOTABLE-STATE-STORE-0000000005])
+      --> KTABLE-MERGE-0000000006
+      <-- KSTREAM-TOTABLE-0000000001
+    Processor: KTABLE-MERGE-0000000006 (stores: [])
+      --> KTABLE-TOSTREAM-0000000009
+      <-- KTABLE-JOINTHIS-0000000007, KTABLE-JOINOTHER-0000000008
+    Processor: KTABLE-TOSTREAM-0000000009 (stores: [])
+      --> KSTREAM-SINK-0000000010
+      <-- KTABLE-MERGE-0000000006
+    Sink: KSTREAM-SINK-0000000010 (topic: output)
+      <-- KTABLE-TOSTREAM-0000000009
+
+"""
+
+
+def test_table_table_join_of_streams_turned_tables_matches_kafka():
+    builder = StreamsBuilder()
+    table1 = builder.stream("left").to_table()
+    table2 = builder.stream("right").to_table()
+    table1.join(table2, lambda v1, v2: f"{v1}+{v2}").to_stream().to("output")
+    topology = builder.build()
+    assert str(topology.describe()) == TABLE_TABLE_JOIN_OF_STREAMS_TO_TABLES
+    with TopologyTestDriver(topology, NO_CACHE) as driver:
+        for key, value in [("lhs1", "rhsValue1"), ("rhs2", "rhsValue2"), ("lhs3", "rhsValue3")]:
+            driver.pipe_input("right", key, value, 0)
+        assert driver.read_output("output") == []
+        driver.pipe_input("left", "lhs1", "lhsValue1", 0)
+        driver.pipe_input("left", "lhs2", "lhsValue2", 0)
+        assert {r.key: r.value for r in driver.read_output("output")} == {"lhs1": "lhsValue1+rhsValue1"}
+        driver.pipe_input("left", "lhs3", "lhsValue3", 0)
+        assert {r.key: r.value for r in driver.read_output("output")} == {"lhs3": "lhsValue3+rhsValue3"}
+        driver.pipe_input("left", "lhs1", "lhsValue4", 0)
+        assert {r.key: r.value for r in driver.read_output("output")} == {"lhs1": "lhsValue4+rhsValue1"}

@@ -31,7 +31,7 @@ from sinks.serde import key_bytes
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _call_each, _evaluate, _typed
-from topology.nodes import StreamTableJoinNode, TableFilterNode, TableMapValuesNode, TableSourceNode
+from topology.nodes import JoinKind, StreamTableJoinNode, TableFilterNode, TableMapValuesNode, TableMergeNode, TableSourceNode, TableTableJoinNode
 from topology.records import KEY, TIMESTAMP, VALUE
 
 
@@ -61,7 +61,7 @@ class BatchChanges:
 
     def as_of(self, key: bytes, seq: int) -> tuple[bool, bytes | None]:
         """``(changed, value)``: whether ``key`` changed in this batch, and its raw value just
-        before record ``seq`` if so."""
+        before record ``seq`` if so (``AT_END``: after the batch; ``AT_START``: before it)."""
         changes = self.by_key.get(key)
         if changes is None:
             return False, None
@@ -69,12 +69,17 @@ class BatchChanges:
         return True, (changes.values[i - 1] if i else changes.before)
 
 
+AT_START, AT_END = -1, 2**62
+"""Sequence numbers before and after every record of a batch."""
+
+
 def _encode(value: Any, timestamp: int) -> bytes:
     return pickle.dumps((value, int(timestamp)), protocol=5)
 
 
-def _decode(raw: bytes | None) -> Any:
-    return None if raw is None else pickle.loads(raw)[0]
+def _decode(raw: bytes | None) -> tuple[Any, int] | None:
+    """``(value, timestamp)`` of a stored row, None for no row."""
+    return None if raw is None else pickle.loads(raw)
 
 
 class TableSourceOperator(Operator, node=TableSourceNode):
@@ -198,24 +203,27 @@ class _TableGetter:
         self.changes = changes
         self.chain = chain
 
-    def lookup(self, stream: Flow, raw_keys: list[bytes], context: ProcessContext) -> tuple[Flow, list[Any]]:
-        """The stream records still standing (the chain may reject some) and, per record, the
-        table's value for its key (None: no row)."""
-        values: list[Any] = [None] * len(raw_keys)
+    def lookup(self, stream: Flow, raw_keys: list[bytes], context: ProcessContext, at: int | None = None) -> tuple[Flow, list[Any], list[int | None]]:
+        """The records still standing (the chain may reject some) and, per record, the table's
+        value for its key (None: no row) and that row's timestamp: as of the record's turn, or
+        as of ``at`` (:data:`AT_START`, :data:`AT_END`) for every record."""
+        rows: list[tuple[Any, int] | None] = [None] * len(raw_keys)
         unchanged = []
         for i, (kb, seq) in enumerate(zip(raw_keys, stream.seqs, strict=True)):
-            changed, raw = self.changes.as_of(kb, int(seq))
+            changed, raw = self.changes.as_of(kb, int(seq) if at is None else at)
             if changed:
-                values[i] = _decode(raw)
+                rows[i] = _decode(raw)
             else:
                 unchanged.append(i)
         for i, raw in zip(unchanged, self.store.get_many([raw_keys[i] for i in unchanged]), strict=True):
-            values[i] = _decode(raw)
+            rows[i] = _decode(raw)
+        values = [None if r is None else r[0] for r in rows]
+        stamps = [None if r is None else r[1] for r in rows]
         if not self.chain:
-            return stream, values
-        # Run the chain over the looked-up rows: same _seq (errors point at the stream record).
+            return stream, values, stamps
+        # Run the chain over the looked-up rows: same _seq (errors point at the looking-up record).
         looked_up, _ = infer_array(values, None)
-        rows = Flow(
+        table = Flow(
             pa.table(
                 [stream.table.column(SEQ), stream.table.column(TIMESTAMP), stream.table.column(KEY), looked_up],
                 schema=flow_schema(stream.key_type, looked_up.type, False),
@@ -225,11 +233,19 @@ class _TableGetter:
             values,
         )
         for operator in self.chain:
-            rows = operator.transform(rows, context)
-        if len(rows) != len(stream):
-            kept = np.isin(stream.seqs, rows.seqs)
+            table = operator.transform(table, context)
+        if len(table) != len(stream):
+            kept = np.isin(stream.seqs, table.seqs)
             stream = stream.filter(kept)
-        return stream, rows.values()
+            stamps = [t for t, k in zip(stamps, kept, strict=True) if k]
+        values = table.values()
+        return stream, values, [t if v is not None else None for t, v in zip(stamps, values, strict=True)]
+
+
+def _getter(build: BuildContext, table: str, store: str) -> _TableGetter:
+    _, chain = _table_chain(build, table)
+    operators = [Operator.for_node(build.topology.nodes[n], build.topology.parents[n], build) for n in chain]
+    return _TableGetter(build.stores[store], build.table_changes.setdefault(store, BatchChanges()), operators)
 
 
 def _table_chain(build: BuildContext, table: str) -> tuple[TableSourceNode, list[str]]:
@@ -254,9 +270,7 @@ class StreamTableJoinOperator(Operator, node=StreamTableJoinNode):
 
     def __init__(self, node: StreamTableJoinNode, parents: tuple[str, ...], build: BuildContext) -> None:
         super().__init__(node, parents, build)
-        source, chain = _table_chain(build, node.table)
-        operators = [Operator.for_node(build.topology.nodes[n], build.topology.parents[n], build) for n in chain]
-        self.getter = _TableGetter(build.stores[node.store], build.table_changes.setdefault(node.store, BatchChanges()), operators)
+        self.getter = _getter(build, node.table, node.store)
 
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         values_column = flow.table.column(VALUE)
@@ -278,7 +292,7 @@ class StreamTableJoinOperator(Operator, node=StreamTableJoinNode):
         if len(keyed):
             with_key = flow.take(keyed)
             raw_keys = key_bytes(with_key.table.column(KEY))
-            with_key, found = self.getter.lookup(with_key, raw_keys, context)
+            with_key, found, _ = self.getter.lookup(with_key, raw_keys, context)
             if len(with_key) != len(keyed):  # the table's chain rejected some stream records
                 kept = np.isin(flow.seqs, with_key.seqs) | null_keys
                 flow, null_keys = flow.filter(kept), null_keys[kept]
@@ -307,3 +321,82 @@ class StreamTableJoinOperator(Operator, node=StreamTableJoinNode):
         out._keys, out._values = flow._keys, results
         ok &= fits
         return out if ok.all() else out.filter(ok)
+
+
+class TableTableJoinOperator(Operator, node=TableTableJoinNode):
+    """One side of Kafka's table-table join (KTableKTableInnerJoin / LeftJoin / RightJoin /
+    OuterJoin, without old values, as Kafka runs them when nothing downstream asks for old
+    values): an update of this side looks up the other table as of its turn and forwards the
+    joined row, or a delete; the result's timestamp is the larger of the two rows'."""
+
+    node: TableTableJoinNode
+
+    def __init__(self, node: TableTableJoinNode, parents: tuple[str, ...], build: BuildContext) -> None:
+        super().__init__(node, parents, build)
+        self.getter = _getter(build, node.other, node.store)
+        # With caching, Kafka forwards a table's updates when its cache flushes at commit, so a
+        # table-table join sees both tables as they stand at the end of the batch, and an
+        # update's old value is the row from before the batch. Without, record by record.
+        self.caching = build.caching
+        # Kafka makes both sides send old values: an update's old value is this table as of
+        # just before the update, read the way the other side reads it.
+        (this_table,) = parents
+        source, _ = _table_chain(build, this_table)
+        self.own = _getter(build, this_table, source.store)
+
+    def _joined(self, new: Any, old: Any, other: Any) -> tuple[bool, bool]:
+        """``(forward, call_joiner)`` for an update from ``old`` to ``new`` (None: no row)
+        meeting ``other``."""
+        kind, left = self.node.kind, self.node.this_is_left
+        if kind is JoinKind.INNER:
+            return other is not None, other is not None and new is not None
+        if kind is JoinKind.OUTER:
+            return other is not None or new is not None or old is not None, other is not None or new is not None
+        if left:  # the left side of a left join
+            return other is not None or new is not None or old is not None, new is not None
+        return other is not None, other is not None  # the right side of a left join
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        if not len(flow):
+            return flow
+        flow, others, other_stamps = self.getter.lookup(flow, key_bytes(flow.table.column(KEY)), context, AT_END if self.caching else None)
+        if self.node.kind is JoinKind.INNER or (self.node.kind is JoinKind.LEFT and not self.node.this_is_left):
+            olds: list[Any] = [None] * len(flow)
+        else:
+            own, olds, _ = self.own.lookup(flow, key_bytes(flow.table.column(KEY)), context, AT_START if self.caching else None)
+            if len(own) != len(flow):
+                kept = np.isin(flow.seqs, own.seqs)
+                flow = flow.filter(kept)
+                others = [o for o, k in zip(others, kept, strict=True) if k]
+                other_stamps = [t for t, k in zip(other_stamps, kept, strict=True) if k]
+        joiner, this_is_left = self.node.joiner, self.node.this_is_left
+        keys, news, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
+        rows, values, times = [], [], []
+        for i, (key, new, old, other, other_ts) in enumerate(zip(keys, news, olds, others, other_stamps, strict=True)):
+            forward, call = self._joined(new, old, other)
+            if not forward:
+                continue
+            value = None
+            if call:
+                left_value, right_value = (new, other) if this_is_left else (other, new)
+                try:
+                    value = joiner.fn(key, left_value, right_value) if joiner.takes_key else joiner.fn(left_value, right_value)
+                except Exception as e:  # noqa: BLE001 - a failing joiner rejects its update, not the batch
+                    context.bad.reject(seqs[i], self.name, f"{joiner.describe()} raised {type(e).__name__}: {e}", key, new, error=e)
+                    continue
+            rows.append(i)
+            values.append(value)
+            times.append(int(stamps[i]) if other_ts is None else max(int(stamps[i]), int(other_ts)))
+        out = flow.take(np.asarray(rows, dtype=np.int64))
+        array, fits = _typed(self.name, values, None, out, context.bad, "value")
+        table = out.table.set_column(out.table.schema.get_field_index(TIMESTAMP), TIMESTAMP, pa.array(times, pa.int64()))
+        table = table.set_column(table.schema.get_field_index(VALUE), VALUE, array)
+        joined = Flow(table, out.windowed, out._keys, values)
+        return joined if fits.all() else joined.filter(fits)
+
+
+class TableMergeOperator(Operator, node=TableMergeNode):
+    """Both sides' results, already in the task's order (``_seq``)."""
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        return flow
