@@ -31,7 +31,9 @@ from topology.nodes import (
     SuppressNode,
     TableFilterNode,
     TableMapValuesNode,
+    TableAggregateNode,
     TableMergeNode,
+    TableSelectNode,
     TableSourceNode,
     TableTableJoinNode,
     ToStreamNode,
@@ -318,6 +320,21 @@ class KTable:
             raise TopologyError(f"{node.name}: KTable operations take Python callables or pyarrow expressions, not Spark Columns", node=node.name)
         return KTable(self._graph, self._graph.add(node, [self._node]), self._windows, self._source)
 
+    # -- re-grouping ------------------------------------------------------------------------------
+
+    def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], *, name: str | None = None) -> KGroupedTable:
+        """Re-group the table's rows: ``selector(key, value) -> (new_key, new_value)``. Aggregating
+        the groups subtracts a row's old value from its old group and adds its new value to its
+        new group whenever the row changes (Kafka's change pairs, through a repartition topic)."""
+        if self._source is None:
+            raise TopologyError("KTable.group_by(): re-grouping the table of an aggregation is not supported yet; group a table from builder.table() or to_table()", node="group_by")
+        check_callable(selector, operator="group_by", what="selector(key, value) -> (key, value)", arguments=2)
+        fn = user_function(selector, operator="group_by")
+        select = _named(self._graph, name, "KTABLE-SELECT")
+        self._materialize()  # the old values come from the source's store
+        node = self._graph.add(TableSelectNode(select, fn), [self._node])
+        return KGroupedTable(self._graph, node, name)
+
     # -- table-table joins ----------------------------------------------------------------------
 
     def join(self, other: KTable, joiner: Callable[..., Any], *, name: str | None = None) -> KTable:
@@ -373,3 +390,55 @@ class KTable:
         store = f"{name}-store" if name is not None else self._graph.store_name("KTABLE-SUPPRESS")
         self._graph.add(SuppressNode(processor, store, self._windows.grace_ms), [self._node])
         return KTable(self._graph, processor, self._windows)
+
+
+_TABLE_AGGREGATE_PREFIX = {
+    AggregationKind.COUNT: "KTABLE-AGGREGATE",
+    AggregationKind.AGGREGATE: "KTABLE-AGGREGATE",
+    AggregationKind.REDUCE: "KTABLE-REDUCE",
+}
+
+
+@dataclass(frozen=True)
+class KGroupedTable:
+    """A table's rows re-grouped by ``KTable.group_by``, ready to aggregate with an adder and a
+    subtractor."""
+
+    _graph: GraphBuilder
+    _node: str
+    _group_name: str | None
+
+    def _aggregate(self, aggregation: Aggregation, subtractor: Any, name: str | None) -> KTable:
+        prefix = _TABLE_AGGREGATE_PREFIX[aggregation.kind]
+        store = name if name is not None else self._graph.store_name(prefix)
+        topic = f"{self._group_name if self._group_name is not None else store}-repartition"
+        source = self._graph.add_change_repartition(self._node, topic)
+        processor = self._graph.processor_name(prefix)
+        self._graph.add(TableAggregateNode(processor, store, aggregation, subtractor), [source])
+        return KTable(self._graph, processor)
+
+    def count(self, *, name: str | None = None) -> KTable:
+        """Rows per group."""
+        return self._aggregate(Aggregation(AggregationKind.COUNT), None, name)
+
+    def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
+        """``adder(aggregate, value)`` for a row joining the group, ``subtractor(aggregate,
+        value)`` for a row leaving it (Kafka's argument order)."""
+        check_callable(adder, operator="reduce", what="adder(aggregate, value)", arguments=2)
+        check_callable(subtractor, operator="reduce", what="subtractor(aggregate, value)", arguments=2)
+        return self._aggregate(Aggregation(AggregationKind.REDUCE, function=adder), subtractor, name)
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        adder: Callable[[Any, Any, Any], Any],
+        subtractor: Callable[[Any, Any, Any], Any],
+        *,
+        name: str | None = None,
+    ) -> KTable:
+        """``adder(key, value, aggregate)`` / ``subtractor(key, value, aggregate)``, starting from
+        ``initializer()`` (Kafka's argument order)."""
+        check_callable(initializer, operator="aggregate", what="initializer()", arguments=0)
+        check_callable(adder, operator="aggregate", what="adder(key, value, aggregate)", arguments=3)
+        check_callable(subtractor, operator="aggregate", what="subtractor(key, value, aggregate)", arguments=3)
+        return self._aggregate(Aggregation(AggregationKind.AGGREGATE, initializer=initializer, function=adder), subtractor, name)

@@ -62,6 +62,12 @@ class GraphBuilder:
         self.add(SinkNode(sink, topic, internal=True), [key_filter])
         return self.add(SourceNode(source, (topic,), internal=True))
 
+    def add_change_repartition(self, parent: str, topic: str) -> str:
+        """The repartition of a table's change pairs (Kafka's GroupedTableOperationRepartitionNode):
+        a sink and a source, no null-key filter (the select step handles null keys)."""
+        self.add(SinkNode(self.processor_name("KSTREAM-SINK"), topic, internal=True), [parent])
+        return self.add(SourceNode(self.processor_name("KSTREAM-SOURCE"), (topic,), internal=True))
+
     def repartition_for_join(self, parent: str, prefix: str, *, user_named: bool) -> str:
         """A repartition before a join. Kafka reuses a re-keyed stream's repartition topic for
         every join of it that is not named (still burning three counter values each time)."""

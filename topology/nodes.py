@@ -220,6 +220,33 @@ class StreamTableJoinNode(Node):
         return (self.store,)
 
 
+@dataclass(frozen=True)
+class TableSelectNode(Node):
+    """``KTable.group_by(selector)`` (Kafka's KTABLE-SELECT): each update becomes a change pair
+    for the new grouping key, ``{"new": ..., "old": ...}``: the old row's pair subtracts from its
+    group, the new row's adds to its group (one record when both keys agree)."""
+
+    selector: UserFunction
+
+    @property
+    def function(self) -> UserFunction:
+        return self.selector
+
+
+@dataclass(frozen=True)
+class TableAggregateNode(Node):
+    """``KGroupedTable.count / reduce / aggregate``: folds change pairs, subtracting old values
+    and adding new ones (Kafka's KTableAggregate and KTableReduce)."""
+
+    store: str
+    aggregation: Aggregation
+    subtractor: Any = None
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return (self.store,)
+
+
 class JoinKind(Enum):
     INNER = "inner"
     LEFT = "left"

@@ -374,3 +374,80 @@ def test_table_table_join_of_streams_turned_tables_matches_kafka():
         assert {r.key: r.value for r in driver.read_output("output")} == {"lhs3": "lhsValue3+rhsValue3"}
         driver.pipe_input("left", "lhs1", "lhsValue4", 0)
         assert {r.key: r.value for r in driver.read_output("output")} == {"lhs1": "lhsValue4+rhsValue1"}
+
+
+# -- KTableAggregateTest (testAggBasic, testCount) and TopologyTest (tableZeroArgCount...) --------
+
+
+def test_grouped_table_aggregate_subtracts_old_values_and_adds_new_ones():
+    builder = StreamsBuilder()
+    (builder.table("topic1")
+        .group_by(lambda key, value: (key, value))
+        .aggregate(lambda: "0", lambda key, value, agg: f"{agg}+{value}", lambda key, value, agg: f"{agg}-{value}", name="topic1-Canonized")
+        .to_stream().to("out"))
+    with TopologyTestDriver(builder.build(), NO_CACHE) as driver:
+        for key, value, ts in [("A", "1", 10), ("B", "2", 15), ("A", "3", 20), ("B", "4", 18), ("C", "5", 5), ("D", "6", 25), ("B", "7", 15), ("C", "8", 10)]:
+            driver.pipe_input("topic1", key, value, ts)
+        assert kv(driver.read_output("out")) == [
+            ("A", "0+1", 10), ("B", "0+2", 15), ("A", "0+1-1+3", 20), ("B", "0+2-2+4", 18),
+            ("C", "0+5", 5), ("D", "0+6", 25), ("B", "0+2-2+4-4+7", 18), ("C", "0+5-5+8", 10),
+        ]
+
+
+def test_grouped_table_count_moves_rows_between_groups():
+    builder = StreamsBuilder()
+    builder.table("count-test-input").group_by(lambda key, value: (value, value)).count(name="count").to_stream().to("out")
+    with TopologyTestDriver(builder.build(), NO_CACHE) as driver:
+        for key, value, ts in [("A", "green", 10), ("B", "green", 9), ("A", "blue", 12), ("C", "yellow", 15), ("D", "green", 11)]:
+            driver.pipe_input("count-test-input", key, value, ts)
+        assert kv(driver.read_output("out")) == [("green", 1, 10), ("green", 2, 10), ("green", 1, 12), ("blue", 1, 12), ("yellow", 1, 15), ("green", 2, 12)]
+        count = driver.get_key_value_store("count")
+        assert (count.get("green"), count.get("blue"), count.get("yellow"), count.get("red")) == (2, 1, 1, None)
+
+
+GROUPED_TABLE_COUNT = """\
+Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000001 (topics: [input-topic])
+      --> KTABLE-SOURCE-0000000002
+    Processor: KTABLE-SOURCE-0000000002 (stores: [input-topic-STATE-STORE-0000000000])
+      --> KTABLE-SELECT-0000000003
+      <-- KSTREAM-SOURCE-0000000001
+    Processor: KTABLE-SELECT-0000000003 (stores: [])
+      --> KSTREAM-SINK-0000000005
+      <-- KTABLE-SOURCE-0000000002
+    Sink: KSTREAM-SINK-0000000005 (topic: KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition)
+      <-- KTABLE-SELECT-0000000003
+
+  Sub-topology: 1
+    Source: KSTREAM-SOURCE-0000000006 (topics: [KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition])
+      --> KTABLE-AGGREGATE-0000000007
+    Processor: KTABLE-AGGREGATE-0000000007 (stores: [KTABLE-AGGREGATE-STATE-STORE-0000000004])
+      --> none
+      <-- KSTREAM-SOURCE-0000000006
+
+"""
+
+
+def test_grouped_table_count_describes_as_kafka():
+    # TopologyTest.tableZeroArgCountShouldPreserveTopologyStructure
+    builder = StreamsBuilder()
+    builder.table("input-topic").group_by(lambda key, value: (None, value)).count()
+    assert str(builder.build().describe()) == GROUPED_TABLE_COUNT
+
+
+def test_grouped_table_reduce_and_a_selector_without_a_key():
+    builder = StreamsBuilder()
+    (builder.table("users")
+        .group_by(lambda user, profile: (profile["region"], profile["age"]))
+        .reduce(lambda total, age: total + age, lambda total, age: total - age, name="ages")
+        .to_stream().to("out"))
+    with TopologyTestDriver(builder.build(), NO_CACHE) as driver:
+        driver.pipe_input("users", "u1", {"region": "eu", "age": 30}, 1)
+        driver.pipe_input("users", "u2", {"region": "eu", "age": 40}, 2)
+        driver.pipe_input("users", "u1", {"region": "us", "age": 31}, 3)
+        driver.pipe_input("users", "u2", None, 4)
+        driver.pipe_input("users", "u3", {"region": None, "age": 5}, 5)
+        assert kv(driver.read_output("out")) == [("eu", 30, 1), ("eu", 70, 2), ("eu", 40, 3), ("us", 31, 3), ("eu", 0, 4)]
+        (dead,) = driver.dead_letters()
+        assert "null key" in dead.value["reason"]

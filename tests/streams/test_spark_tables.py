@@ -69,3 +69,25 @@ def test_the_latest_joined_row_per_key_is_the_join_of_the_final_tables(spark, tm
     for key, value in zip(output["key"].to_pylist(), output["value"].to_pylist(), strict=True):
         latest[key] = value  # a key's updates share a partition, in offset order
     assert {k: v for k, v in latest.items() if v is not None} == expected
+
+
+def test_a_regrouped_table_counts_its_final_rows_per_group(spark, tmp_path):
+    # Change pairs cross a real repartition topic (struct {new, old} values); users move
+    # between regions and leave, batches cut the updates anywhere.
+    root, rng = str(tmp_path), random.Random(5)
+    create_topic(root, "users", partitions=2, key_type=pa.string(), value_type=pa.string())
+    builder = StreamsBuilder()
+    builder.table("users").group_by(lambda user, region: (region, user)).count(name="per-region").to_stream().to("regions")
+    config = StreamsConfig.load({"application_id": "regroup", "root": root, "commit_interval_ms": 100, "max_records_per_batch": 70, "num_partitions": 3})
+    updates = []
+    for _ in range(3):
+        for _ in range(3):
+            rows = [(f"u{rng.randrange(50)}", None if rng.random() < 0.15 else rng.choice(["eu", "us", "asia", "africa"])) for _ in range(60)]
+            Topic.open(root, "users").append(pa.table({"key": [k for k, _ in rows], "value": pa.array([v for _, v in rows], pa.string()), "timestamp": pa.array(range(60), pa.int64())}))
+            updates += rows
+        StreamsApp(builder.build(), config, spark=spark).run(until_caught_up=True, timeout_s=240)
+    final = final_state(updates)
+    expected = {region: sum(1 for r in final.values() if r == region) for region in {v for _, v in updates if v is not None}}
+    output = Topic.open(root, "regions").read().sort_by([("partition", "ascending"), ("offset", "ascending")])
+    latest = dict(zip(output["key"].to_pylist(), output["value"].to_pylist(), strict=True))
+    assert latest == expected
