@@ -64,6 +64,7 @@ class StreamsApp:
         self.topology = topology
         self.config = config
         self.spark = spark
+        self._owns_spark = spark is None
         self.registry = TopicRegistry(config, topology)
         self.progress = Progress()
         self.committer: Committer | None = None
@@ -227,6 +228,17 @@ class StreamsApp:
             self.trigger.close()
             self._stop_hosts()
         self.progress.finish()
+
+    def close_spark(self) -> None:
+        """Stop the Spark session if this application started it (the command line does, at
+        exit), so the process ends with Spark shut down in order rather than torn down by the
+        interpreter's exit."""
+        if self._owns_spark and self.spark is not None:
+            try:
+                self.spark.stop()
+            except Exception:  # noqa: BLE001 - the process is exiting anyway
+                log.debug("stopping the Spark session failed", exc_info=True)
+            self.spark = None
 
     def _purge_once_more(self) -> None:
         # Records consumed since the last purge interval go now, as Kafka Streams deletes them

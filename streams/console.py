@@ -86,6 +86,7 @@ def run_from_terminal(app: StreamsApp, *, until_caught_up: bool = False, timeout
         return 1
     finally:
         stopper.disarm()
+        app.close_spark()
     totals = app.progress.totals
     ended = f"stopped on {stopped_by}: " if stopped_by else ""
     print(
