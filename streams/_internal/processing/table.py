@@ -1,17 +1,16 @@
-"""Tables and the stream-table join: Kafka's KTableSource, KTableFilter, KTableMapValues and
-KStreamKTableJoin.
+"""Tables: Kafka's KTableSource, KTableFilter and KTableMapValues, and reading a table by key.
 
 A table's flow is its stream of updates: ``value`` is the new value, ``None`` a delete. A
 materialized source keeps the latest value per key in its store, as ``pickle((value,
 timestamp))`` under the key's serialized bytes.
 
 The core runs a batch operator by operator, so by the time a join runs, its table's source has
-applied the whole batch. Kafka processes record by record: a stream record sees the table as it
-stood when that record came up in the task's input order (``_seq``). The source therefore logs
-the batch's changes (:class:`BatchChanges`), and a join's lookups read the table *as of* each
-stream record's ``_seq``: the last change before it, else the value from before the batch. A
-table derived by ``filter``/``map_values`` is read through the same functions applied to the
-looked-up values (Kafka's value getters), so a join never needs those tables stored.
+applied the whole batch. Kafka processes record by record: a record sees the table as it stood
+when that record came up in the task's input order (``_seq``). The source therefore logs the
+batch's changes (:class:`BatchChanges`), and reads by key (:class:`TableGetter`) see the table
+*as of* the reading record's ``_seq``: the last change before it, else the value from before the
+batch. A table derived by ``filter``/``map_values`` is read through the same functions applied to
+the looked-up values (Kafka's value getters), so no derived table needs a store.
 """
 
 from __future__ import annotations
@@ -31,18 +30,7 @@ from sinks.serde import key_bytes
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _call_each, _evaluate, _typed
-from topology.nodes import (
-    AggregationKind,
-    JoinKind,
-    StreamTableJoinNode,
-    TableAggregateNode,
-    TableFilterNode,
-    TableMapValuesNode,
-    TableMergeNode,
-    TableSelectNode,
-    TableSourceNode,
-    TableTableJoinNode,
-)
+from topology.nodes import TableFilterNode, TableMapValuesNode, TableSourceNode
 from topology.records import KEY, TIMESTAMP, VALUE
 
 
@@ -84,16 +72,16 @@ AT_START, AT_END = -1, 2**62
 """Sequence numbers before and after every record of a batch."""
 
 
-def _encode(value: Any, timestamp: int) -> bytes:
+def encode_row(value: Any, timestamp: int) -> bytes:
     return pickle.dumps((value, int(timestamp)), protocol=5)
 
 
-def _decode(raw: bytes | None) -> tuple[Any, int] | None:
+def decode_row(raw: bytes | None) -> tuple[Any, int] | None:
     """``(value, timestamp)`` of a stored row, None for no row."""
     return None if raw is None else pickle.loads(raw)
 
 
-class _TableView:
+class TableView:
     """Read-only typed access to a table store (Kafka's ``ReadOnlyKeyValueStore``)."""
 
     def __init__(self, name: str, store) -> None:
@@ -102,7 +90,7 @@ class _TableView:
 
     def get(self, key: Any) -> Any:
         (raw_key,) = key_bytes(pa.array([key]))
-        stored = _decode(self._store.get(raw_key))
+        stored = decode_row(self._store.get(raw_key))
         return None if stored is None else stored[0]
 
 
@@ -118,8 +106,8 @@ class TableSourceOperator(Operator, node=TableSourceNode):
         self.store = build.stores[node.store] if node.store is not None else None
         self.changes = build.table_changes.setdefault(node.store, BatchChanges()) if node.store is not None else None
 
-    def store_view(self) -> _TableView | None:
-        return _TableView(self.node.store, self.store) if self.store is not None else None
+    def store_view(self) -> TableView | None:
+        return TableView(self.node.store, self.store) if self.store is not None else None
 
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         keys = flow.table.column(KEY)
@@ -136,7 +124,7 @@ class TableSourceOperator(Operator, node=TableSourceNode):
         last: dict[bytes, int] = {}
         for i, (kb, value) in enumerate(zip(raw_keys, values, strict=True)):
             before = self.store.get(kb) if kb not in self.changes.by_key else None
-            encoded = None if value is None else _encode(value, stamps[i])
+            encoded = None if value is None else encode_row(value, stamps[i])
             if encoded is None:
                 self.store.delete(kb)
             else:
@@ -221,7 +209,7 @@ class TableMapValuesOperator(Operator, node=TableMapValuesNode):
         return out if keep.all() else out.filter(keep)
 
 
-class _TableGetter:
+class TableGetter:
     """Reads a table by key as of a record's ``_seq``: the source's store and batch changes,
     then the chain of filters and value mappers between the source and the joined table."""
 
@@ -239,11 +227,11 @@ class _TableGetter:
         for i, (kb, seq) in enumerate(zip(raw_keys, stream.seqs, strict=True)):
             changed, raw = self.changes.as_of(kb, int(seq) if at is None else at)
             if changed:
-                rows[i] = _decode(raw)
+                rows[i] = decode_row(raw)
             else:
                 unchanged.append(i)
         for i, raw in zip(unchanged, self.store.get_many([raw_keys[i] for i in unchanged]), strict=True):
-            rows[i] = _decode(raw)
+            rows[i] = decode_row(raw)
         values = [None if r is None else r[0] for r in rows]
         stamps = [None if r is None else r[1] for r in rows]
         if not self.chain:
@@ -269,13 +257,13 @@ class _TableGetter:
         return stream, values, [t if v is not None else None for t, v in zip(stamps, values, strict=True)]
 
 
-def _getter(build: BuildContext, table: str, store: str) -> _TableGetter:
-    _, chain = _table_chain(build, table)
+def table_getter(build: BuildContext, table: str, store: str) -> TableGetter:
+    _, chain = table_chain(build, table)
     operators = [Operator.for_node(build.topology.nodes[n], build.topology.parents[n], build) for n in chain]
-    return _TableGetter(build.stores[store], build.table_changes.setdefault(store, BatchChanges()), operators)
+    return TableGetter(build.stores[store], build.table_changes.setdefault(store, BatchChanges()), operators)
 
 
-def _table_chain(build: BuildContext, table: str) -> tuple[TableSourceNode, list[str]]:
+def table_chain(build: BuildContext, table: str) -> tuple[TableSourceNode, list[str]]:
     """The source under ``table`` and the filter/map_values nodes from it up to ``table``."""
     nodes, parents = build.topology.nodes, build.topology.parents
     chain, name = [], table
@@ -285,286 +273,3 @@ def _table_chain(build: BuildContext, table: str) -> tuple[TableSourceNode, list
         chain.append(name)
         (name,) = parents[name]
     return nodes[name], list(reversed(chain))
-
-
-class StreamTableJoinOperator(Operator, node=StreamTableJoinNode):
-    """Kafka's KStreamKTableJoin: a stream record with a null value is skipped and counted as
-    dropped; with a null key it goes to the dead-letter topic in an inner join (Kafka drops it)
-    and joins no row in a left join (Kafka 3.7+). The output keeps the stream record's key and
-    timestamp."""
-
-    node: StreamTableJoinNode
-
-    def __init__(self, node: StreamTableJoinNode, parents: tuple[str, ...], build: BuildContext) -> None:
-        super().__init__(node, parents, build)
-        self.getter = _getter(build, node.table, node.store)
-
-    def process(self, flow: Flow, context: ProcessContext) -> Flow:
-        values_column = flow.table.column(VALUE)
-        if values_column.null_count:
-            context.drop(values_column.null_count)
-            flow = flow.filter(np.asarray(values_column.is_valid()))
-        keys = flow.table.column(KEY)
-        null_keys = np.asarray(keys.is_null()) if keys.null_count else np.zeros(len(flow), dtype=bool)
-        if null_keys.any() and not self.node.left:
-            seqs, values = flow.seqs, flow.values()
-            for i in np.flatnonzero(null_keys):
-                context.bad.reject(seqs[i], self.name, "null key: a stream-table join looks the key up in the table (Kafka drops these)", None, values[i])
-            flow = flow.filter(~null_keys)
-            null_keys = np.zeros(len(flow), dtype=bool)
-        if not len(flow):
-            return flow
-        table_values: list[Any] = [None] * len(flow)
-        keyed = np.flatnonzero(~null_keys)
-        if len(keyed):
-            with_key = flow.take(keyed)
-            raw_keys = key_bytes(with_key.table.column(KEY))
-            with_key, found, _ = self.getter.lookup(with_key, raw_keys, context)
-            if len(with_key) != len(keyed):  # the table's chain rejected some stream records
-                kept = np.isin(flow.seqs, with_key.seqs) | null_keys
-                flow, null_keys = flow.filter(kept), null_keys[kept]
-                keyed = np.flatnonzero(~null_keys)
-            for i, value in zip(keyed, found, strict=True):
-                table_values[i] = value
-        if not self.node.left:
-            matched = np.fromiter((v is not None for v in table_values), dtype=bool, count=len(table_values))
-            flow = flow.filter(matched)
-            table_values = [v for v in table_values if v is not None]
-        return self._join(flow, table_values, context)
-
-    def _join(self, flow: Flow, table_values: list[Any], context: ProcessContext) -> Flow:
-        joiner = self.node.joiner
-        keys, values, seqs = flow.keys(), flow.values(), flow.seqs
-        results: list[Any] = [None] * len(flow)
-        ok = np.ones(len(flow), dtype=bool)
-        for i, (k, v, t) in enumerate(zip(keys, values, table_values, strict=True)):
-            try:
-                results[i] = joiner.fn(k, v, t) if joiner.takes_key else joiner.fn(v, t)
-            except Exception as e:  # noqa: BLE001 - a failing joiner rejects its record, not the batch
-                ok[i] = False
-                context.bad.reject(seqs[i], self.name, f"{joiner.describe()} raised {type(e).__name__}: {e}", k, v, error=e)
-        array, fits = _typed(self.name, results, None, flow, context.bad, "value")
-        out = flow.replace(values=array)
-        out._keys, out._values = flow._keys, results
-        ok &= fits
-        return out if ok.all() else out.filter(ok)
-
-
-class TableTableJoinOperator(Operator, node=TableTableJoinNode):
-    """One side of Kafka's table-table join (KTableKTableInnerJoin / LeftJoin / RightJoin /
-    OuterJoin, without old values, as Kafka runs them when nothing downstream asks for old
-    values): an update of this side looks up the other table as of its turn and forwards the
-    joined row, or a delete; the result's timestamp is the larger of the two rows'."""
-
-    node: TableTableJoinNode
-
-    def __init__(self, node: TableTableJoinNode, parents: tuple[str, ...], build: BuildContext) -> None:
-        super().__init__(node, parents, build)
-        self.getter = _getter(build, node.other, node.store)
-        # With caching, Kafka forwards a table's updates when its cache flushes at commit, so a
-        # table-table join sees both tables as they stand at the end of the batch, and an
-        # update's old value is the row from before the batch. Without, record by record.
-        self.caching = build.caching
-        # Kafka makes both sides send old values: an update's old value is this table as of
-        # just before the update, read the way the other side reads it.
-        (this_table,) = parents
-        source, _ = _table_chain(build, this_table)
-        self.own = _getter(build, this_table, source.store)
-
-    def _joined(self, new: Any, old: Any, other: Any) -> tuple[bool, bool]:
-        """``(forward, call_joiner)`` for an update from ``old`` to ``new`` (None: no row)
-        meeting ``other``."""
-        kind, left = self.node.kind, self.node.this_is_left
-        if kind is JoinKind.INNER:
-            return other is not None, other is not None and new is not None
-        if kind is JoinKind.OUTER:
-            return other is not None or new is not None or old is not None, other is not None or new is not None
-        if left:  # the left side of a left join
-            return other is not None or new is not None or old is not None, new is not None
-        return other is not None, other is not None  # the right side of a left join
-
-    def process(self, flow: Flow, context: ProcessContext) -> Flow:
-        if not len(flow):
-            return flow
-        flow, others, other_stamps = self.getter.lookup(flow, key_bytes(flow.table.column(KEY)), context, AT_END if self.caching else None)
-        if self.node.kind is JoinKind.INNER or (self.node.kind is JoinKind.LEFT and not self.node.this_is_left):
-            olds: list[Any] = [None] * len(flow)
-        else:
-            own, olds, _ = self.own.lookup(flow, key_bytes(flow.table.column(KEY)), context, AT_START if self.caching else None)
-            if len(own) != len(flow):
-                kept = np.isin(flow.seqs, own.seqs)
-                flow = flow.filter(kept)
-                others = [o for o, k in zip(others, kept, strict=True) if k]
-                other_stamps = [t for t, k in zip(other_stamps, kept, strict=True) if k]
-        joiner, this_is_left = self.node.joiner, self.node.this_is_left
-        keys, news, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
-        rows, values, times = [], [], []
-        for i, (key, new, old, other, other_ts) in enumerate(zip(keys, news, olds, others, other_stamps, strict=True)):
-            forward, call = self._joined(new, old, other)
-            if not forward:
-                continue
-            value = None
-            if call:
-                left_value, right_value = (new, other) if this_is_left else (other, new)
-                try:
-                    value = joiner.fn(key, left_value, right_value) if joiner.takes_key else joiner.fn(left_value, right_value)
-                except Exception as e:  # noqa: BLE001 - a failing joiner rejects its update, not the batch
-                    context.bad.reject(seqs[i], self.name, f"{joiner.describe()} raised {type(e).__name__}: {e}", key, new, error=e)
-                    continue
-            rows.append(i)
-            values.append(value)
-            times.append(int(stamps[i]) if other_ts is None else max(int(stamps[i]), int(other_ts)))
-        out = flow.take(np.asarray(rows, dtype=np.int64))
-        array, fits = _typed(self.name, values, None, out, context.bad, "value")
-        table = out.table.set_column(out.table.schema.get_field_index(TIMESTAMP), TIMESTAMP, pa.array(times, pa.int64()))
-        table = table.set_column(table.schema.get_field_index(VALUE), VALUE, array)
-        joined = Flow(table, out.windowed, out._keys, values)
-        return joined if fits.all() else joined.filter(fits)
-
-
-class TableMergeOperator(Operator, node=TableMergeNode):
-    """Both sides' results, already in the task's order (``_seq``)."""
-
-    def process(self, flow: Flow, context: ProcessContext) -> Flow:
-        return flow
-
-
-NEW, OLD = "new", "old"
-"""Fields of a change pair on its way through the repartition topic."""
-
-
-def _change_pairs(news: list[Any], olds: list[Any]) -> pa.StructArray:
-    """``{new, old}`` pairs with one value type for both fields, whatever is missing."""
-    typed, _ = infer_array([v for v in news + olds if v is not None], None)
-    both = pa.array(news + olds, typed.type) if len(typed) else pa.nulls(len(news) * 2)
-    return pa.StructArray.from_arrays([both.slice(0, len(news)), both.slice(len(news))], names=[NEW, OLD])
-
-
-class TableSelectOperator(Operator, node=TableSelectNode):
-    """Kafka's KTableRepartitionMap: an update from ``old`` to ``new`` becomes the pair
-    ``(selector(key, old) -> remove)`` and ``(selector(key, new) -> add)``, one record
-    ``{new, old}`` when both land on the same key. A pair with a null value is skipped, as in
-    Kafka; a new pair with a null key goes to the dead-letter topic (Kafka skips it too)."""
-
-    node: TableSelectNode
-
-    def __init__(self, node: TableSelectNode, parents: tuple[str, ...], build: BuildContext) -> None:
-        super().__init__(node, parents, build)
-        (this_table,) = parents
-        source, _ = _table_chain(build, this_table)
-        self.own = _getter(build, this_table, source.store)
-        self.caching = build.caching
-
-    def _select(self, key: Any, value: Any, seq: int, context: ProcessContext, report: bool) -> tuple[Any, Any] | None:
-        selector = self.node.selector
-        try:
-            pair = selector.fn(key, value)
-            new_key, new_value = pair
-        except Exception as e:  # noqa: BLE001 - a failing selector rejects its update, not the batch
-            if report:
-                context.bad.reject(seq, self.name, f"{selector.describe()} must return (key, value): {type(e).__name__}: {e}", key, value, error=e)
-            return None
-        if new_key is None:
-            if report:
-                context.bad.reject(seq, self.name, "null key: group_by's selector returned no key (Kafka drops these)", key, value)
-            return None
-        return (new_key, new_value) if new_value is not None else None
-
-    def process(self, flow: Flow, context: ProcessContext) -> Flow:
-        if not len(flow):
-            return _changes_flow(flow, [], [], [], [])
-        raw_keys = key_bytes(flow.table.column(KEY))
-        own, olds, _ = self.own.lookup(flow, raw_keys, context, AT_START if self.caching else None)
-        if len(own) != len(flow):
-            kept = np.isin(flow.seqs, own.seqs)
-            flow = flow.filter(kept)
-        rows, keys, news, old_values = [], [], [], []
-        for i, (key, new, old, seq) in enumerate(zip(flow.keys(), flow.values(), olds, flow.seqs, strict=True)):
-            new_pair = self._select(key, new, seq, context, report=True) if new is not None else None
-            old_pair = self._select(key, old, seq, context, report=False) if old is not None else None
-            if new_pair is not None and old_pair is not None and new_pair[0] == old_pair[0]:
-                rows.append(i), keys.append(new_pair[0]), news.append(new_pair[1]), old_values.append(old_pair[1])
-                continue
-            if old_pair is not None:  # the subtraction first, as Kafka forwards it
-                rows.append(i), keys.append(old_pair[0]), news.append(None), old_values.append(old_pair[1])
-            if new_pair is not None:
-                rows.append(i), keys.append(new_pair[0]), news.append(new_pair[1]), old_values.append(None)
-        return _changes_flow(flow, rows, keys, news, old_values)
-
-
-def _changes_flow(flow: Flow, rows: list[int], keys: list[Any], news: list[Any], olds: list[Any]) -> Flow:
-    taken = flow.take(np.asarray(rows, dtype=np.int64))
-    key_array, _ = infer_array(keys, None)
-    values = _change_pairs(news, olds)
-    table = pa.table(
-        [taken.table.column(SEQ), taken.table.column(TIMESTAMP), key_array, values],
-        schema=flow_schema(key_array.type, values.type, False),
-    )
-    return Flow(table, False, keys, [{NEW: n, OLD: o} for n, o in zip(news, olds, strict=True)])
-
-
-class TableAggregateOperator(Operator, node=TableAggregateNode):
-    """Kafka's KTableAggregate / KTableReduce over change pairs: subtract the old value (if the
-    group has an aggregate), then add the new one (from ``initializer()`` or, for ``reduce``,
-    the value itself, when the group has none). The result's timestamp is the record's, or the
-    larger of it and the aggregate's when the aggregate existed. A ``None`` aggregate deletes the
-    group's row. With caching, the last update per group of a batch is emitted."""
-
-    node: TableAggregateNode
-
-    def __init__(self, node: TableAggregateNode, parents: tuple[str, ...], build: BuildContext) -> None:
-        super().__init__(node, parents, build)
-        self.store = build.stores[node.store]
-        self.caching = build.caching
-
-    def store_view(self) -> _TableView | None:
-        return _TableView(self.node.store, self.store) if self.store is not None else None
-
-    def _fold(self, key: Any, new: Any, old: Any, aggregate: Any) -> Any:
-        kind, add, subtract = self.node.aggregation.kind, self.node.aggregation.function, self.node.subtractor
-        if old is not None and aggregate is not None:
-            if kind is AggregationKind.COUNT:
-                aggregate = aggregate - 1
-            elif kind is AggregationKind.REDUCE:
-                aggregate = subtract(aggregate, old)
-            else:
-                aggregate = subtract(key, old, aggregate)
-        if new is None:
-            return aggregate
-        if kind is AggregationKind.COUNT:
-            return (0 if aggregate is None else aggregate) + 1
-        if kind is AggregationKind.REDUCE:
-            return new if aggregate is None else add(aggregate, new)
-        return add(key, new, self.node.aggregation.initializer() if aggregate is None else aggregate)
-
-    def process(self, flow: Flow, context: ProcessContext) -> Flow:
-        keys, pairs, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
-        raw_keys = key_bytes(flow.table.column(KEY)) if len(flow) else []
-        rows, values, times = [], [], []
-        last: dict[bytes, int] = {}
-        for i, (key, kb, pair) in enumerate(zip(keys, raw_keys, pairs, strict=True)):
-            stored = _decode(self.store.get(kb))
-            aggregate, aggregate_ts = (None, None) if stored is None else stored
-            try:
-                result = self._fold(key, pair[NEW], pair[OLD], aggregate)
-            except Exception as e:  # noqa: BLE001 - a failing adder or subtractor rejects its record
-                context.bad.reject(seqs[i], self.name, f"{type(e).__name__}: {e}", key, pair)
-                continue
-            ts = int(stamps[i]) if aggregate_ts is None else max(int(stamps[i]), aggregate_ts)
-            if result is None:
-                self.store.delete(kb)
-            else:
-                self.store.put(kb, _encode(result, ts))
-            last.pop(kb, None)
-            last[kb] = len(rows)
-            rows.append(i), values.append(result), times.append(ts)
-        if self.caching:
-            keep = list(last.values())
-            rows, values, times = [rows[j] for j in keep], [values[j] for j in keep], [times[j] for j in keep]
-        out = flow.take(np.asarray(rows, dtype=np.int64))
-        array, fits = _typed(self.name, values, pa.int64() if self.node.aggregation.kind is AggregationKind.COUNT else None, out, context.bad, "value")
-        table = out.table.set_column(out.table.schema.get_field_index(TIMESTAMP), TIMESTAMP, pa.array(times, pa.int64()))
-        table = table.set_column(table.schema.get_field_index(VALUE), VALUE, array)
-        result = Flow(table, False, [keys[i] for i in rows], values)
-        return result if fits.all() else result.filter(fits)
-

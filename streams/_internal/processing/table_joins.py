@@ -1,0 +1,164 @@
+"""Joins with tables: Kafka's KStreamKTableJoin and its table-table joins (KTableKTableInnerJoin,
+LeftJoin, RightJoin, OuterJoin and the merge of both sides).
+
+Every lookup reads the other table as of the looking-up record's turn (see
+:mod:`streams._internal.processing.table`), so a batch holding both inputs gives what Kafka's
+record-at-a-time processing of the same records gives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from sinks.serde import key_bytes
+from streams._internal.processing.flow import Flow
+from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from streams._internal.processing.stateless import _typed
+from streams._internal.processing.table import AT_END, AT_START, table_chain, table_getter
+from topology.nodes import JoinKind, StreamTableJoinNode, TableMergeNode, TableTableJoinNode
+from topology.records import KEY, TIMESTAMP, VALUE
+
+
+class StreamTableJoinOperator(Operator, node=StreamTableJoinNode):
+    """Kafka's KStreamKTableJoin: a stream record with a null value is skipped and counted as
+    dropped; with a null key it goes to the dead-letter topic in an inner join (Kafka drops it)
+    and joins no row in a left join (Kafka 3.7+). The output keeps the stream record's key and
+    timestamp."""
+
+    node: StreamTableJoinNode
+
+    def __init__(self, node: StreamTableJoinNode, parents: tuple[str, ...], build: BuildContext) -> None:
+        super().__init__(node, parents, build)
+        self.getter = table_getter(build, node.table, node.store)
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        values_column = flow.table.column(VALUE)
+        if values_column.null_count:
+            context.drop(values_column.null_count)
+            flow = flow.filter(np.asarray(values_column.is_valid()))
+        keys = flow.table.column(KEY)
+        null_keys = np.asarray(keys.is_null()) if keys.null_count else np.zeros(len(flow), dtype=bool)
+        if null_keys.any() and not self.node.left:
+            seqs, values = flow.seqs, flow.values()
+            for i in np.flatnonzero(null_keys):
+                context.bad.reject(seqs[i], self.name, "null key: a stream-table join looks the key up in the table (Kafka drops these)", None, values[i])
+            flow = flow.filter(~null_keys)
+            null_keys = np.zeros(len(flow), dtype=bool)
+        if not len(flow):
+            return flow
+        table_values: list[Any] = [None] * len(flow)
+        keyed = np.flatnonzero(~null_keys)
+        if len(keyed):
+            with_key = flow.take(keyed)
+            raw_keys = key_bytes(with_key.table.column(KEY))
+            with_key, found, _ = self.getter.lookup(with_key, raw_keys, context)
+            if len(with_key) != len(keyed):  # the table's chain rejected some stream records
+                kept = np.isin(flow.seqs, with_key.seqs) | null_keys
+                flow, null_keys = flow.filter(kept), null_keys[kept]
+                keyed = np.flatnonzero(~null_keys)
+            for i, value in zip(keyed, found, strict=True):
+                table_values[i] = value
+        if not self.node.left:
+            matched = np.fromiter((v is not None for v in table_values), dtype=bool, count=len(table_values))
+            flow = flow.filter(matched)
+            table_values = [v for v in table_values if v is not None]
+        return self._join(flow, table_values, context)
+
+    def _join(self, flow: Flow, table_values: list[Any], context: ProcessContext) -> Flow:
+        joiner = self.node.joiner
+        keys, values, seqs = flow.keys(), flow.values(), flow.seqs
+        results: list[Any] = [None] * len(flow)
+        ok = np.ones(len(flow), dtype=bool)
+        for i, (k, v, t) in enumerate(zip(keys, values, table_values, strict=True)):
+            try:
+                results[i] = joiner.fn(k, v, t) if joiner.takes_key else joiner.fn(v, t)
+            except Exception as e:  # noqa: BLE001 - a failing joiner rejects its record, not the batch
+                ok[i] = False
+                context.bad.reject(seqs[i], self.name, f"{joiner.describe()} raised {type(e).__name__}: {e}", k, v, error=e)
+        array, fits = _typed(self.name, results, None, flow, context.bad, "value")
+        out = flow.replace(values=array)
+        out._keys, out._values = flow._keys, results
+        ok &= fits
+        return out if ok.all() else out.filter(ok)
+
+
+class TableTableJoinOperator(Operator, node=TableTableJoinNode):
+    """One side of Kafka's table-table join (KTableKTableInnerJoin / LeftJoin / RightJoin /
+    OuterJoin, without old values, as Kafka runs them when nothing downstream asks for old
+    values): an update of this side looks up the other table as of its turn and forwards the
+    joined row, or a delete; the result's timestamp is the larger of the two rows'."""
+
+    node: TableTableJoinNode
+
+    def __init__(self, node: TableTableJoinNode, parents: tuple[str, ...], build: BuildContext) -> None:
+        super().__init__(node, parents, build)
+        self.getter = table_getter(build, node.other, node.store)
+        # With caching, Kafka forwards a table's updates when its cache flushes at commit, so a
+        # table-table join sees both tables as they stand at the end of the batch, and an
+        # update's old value is the row from before the batch. Without, record by record.
+        self.caching = build.caching
+        # Kafka makes both sides send old values: an update's old value is this table as of
+        # just before the update, read the way the other side reads it.
+        (this_table,) = parents
+        source, _ = table_chain(build, this_table)
+        self.own = table_getter(build, this_table, source.store)
+
+    def _joined(self, new: Any, old: Any, other: Any) -> tuple[bool, bool]:
+        """``(forward, call_joiner)`` for an update from ``old`` to ``new`` (None: no row)
+        meeting ``other``."""
+        kind, left = self.node.kind, self.node.this_is_left
+        if kind is JoinKind.INNER:
+            return other is not None, other is not None and new is not None
+        if kind is JoinKind.OUTER:
+            return other is not None or new is not None or old is not None, other is not None or new is not None
+        if left:  # the left side of a left join
+            return other is not None or new is not None or old is not None, new is not None
+        return other is not None, other is not None  # the right side of a left join
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        if not len(flow):
+            return flow
+        flow, others, other_stamps = self.getter.lookup(flow, key_bytes(flow.table.column(KEY)), context, AT_END if self.caching else None)
+        if self.node.kind is JoinKind.INNER or (self.node.kind is JoinKind.LEFT and not self.node.this_is_left):
+            olds: list[Any] = [None] * len(flow)
+        else:
+            own, olds, _ = self.own.lookup(flow, key_bytes(flow.table.column(KEY)), context, AT_START if self.caching else None)
+            if len(own) != len(flow):
+                kept = np.isin(flow.seqs, own.seqs)
+                flow = flow.filter(kept)
+                others = [o for o, k in zip(others, kept, strict=True) if k]
+                other_stamps = [t for t, k in zip(other_stamps, kept, strict=True) if k]
+        joiner, this_is_left = self.node.joiner, self.node.this_is_left
+        keys, news, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
+        rows, values, times = [], [], []
+        for i, (key, new, old, other, other_ts) in enumerate(zip(keys, news, olds, others, other_stamps, strict=True)):
+            forward, call = self._joined(new, old, other)
+            if not forward:
+                continue
+            value = None
+            if call:
+                left_value, right_value = (new, other) if this_is_left else (other, new)
+                try:
+                    value = joiner.fn(key, left_value, right_value) if joiner.takes_key else joiner.fn(left_value, right_value)
+                except Exception as e:  # noqa: BLE001 - a failing joiner rejects its update, not the batch
+                    context.bad.reject(seqs[i], self.name, f"{joiner.describe()} raised {type(e).__name__}: {e}", key, new, error=e)
+                    continue
+            rows.append(i)
+            values.append(value)
+            times.append(int(stamps[i]) if other_ts is None else max(int(stamps[i]), int(other_ts)))
+        out = flow.take(np.asarray(rows, dtype=np.int64))
+        array, fits = _typed(self.name, values, None, out, context.bad, "value")
+        table = out.table.set_column(out.table.schema.get_field_index(TIMESTAMP), TIMESTAMP, pa.array(times, pa.int64()))
+        table = table.set_column(table.schema.get_field_index(VALUE), VALUE, array)
+        joined = Flow(table, out.windowed, out._keys, values)
+        return joined if fits.all() else joined.filter(fits)
+
+
+class TableMergeOperator(Operator, node=TableMergeNode):
+    """Both sides' results, already in the task's order (``_seq``)."""
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        return flow
