@@ -42,6 +42,8 @@ class SeenInputs:
     def order(cls, inputs: Mapping[str, pa.Table], topics: list[str]) -> SeenInputs:
         """Number the records of ``topics`` (those present in ``inputs``) in PartitionGroup order."""
         present = [t for t in topics if t in inputs]
+        if len(present) == 1:  # one topic: offset order, nothing to interleave
+            return cls(seqs={present[0]: np.arange(inputs[present[0]].num_rows, dtype=np.int64)})
         stamps = [inputs[t].column(TIMESTAMP).fill_null(-1).to_numpy(zero_copy_only=False) for t in present]
         return cls(seqs=dict(zip(present, sequence_numbers(stamps), strict=True)))
 

@@ -120,16 +120,17 @@ class TableSourceOperator(Operator, node=TableSourceNode):
         if not len(flow):
             return flow
         raw_keys = key_bytes(flow.table.column(KEY))
+        distinct = list(dict.fromkeys(raw_keys))
+        before = dict(zip(distinct, self.store.get_many(distinct), strict=True))  # one read for the batch
         values, stamps, seqs = flow.values(), flow.timestamps, flow.seqs
         last: dict[bytes, int] = {}
         for i, (kb, value) in enumerate(zip(raw_keys, values, strict=True)):
-            before = self.store.get(kb) if kb not in self.changes.by_key else None
             encoded = None if value is None else encode_row(value, stamps[i])
             if encoded is None:
                 self.store.delete(kb)
             else:
                 self.store.put(kb, encoded)
-            self.changes.record(kb, before, int(seqs[i]), encoded)
+            self.changes.record(kb, before[kb], int(seqs[i]), encoded)
             last.pop(kb, None)
             last[kb] = i
         if not self.caching:
@@ -209,6 +210,22 @@ class TableMapValuesOperator(Operator, node=TableMapValuesNode):
         return out if keep.all() else out.filter(keep)
 
 
+@dataclass
+class Lookup:
+    """What a table holds for each reading record, aligned with those records."""
+
+    values: list[Any]
+    """The row's value (None: no row)."""
+    stamps: list[int | None]
+    """The row's timestamp (None: no row)."""
+    kept: np.ndarray
+    """False where the table's filter or mapper failed on the row: the reading record went to the
+    dead-letter topic and must go no further."""
+
+    def select(self, items: Sequence[Any]) -> list[Any]:
+        return [item for item, keep in zip(items, self.kept, strict=True) if keep]
+
+
 class TableGetter:
     """Reads a table by key as of a record's ``_seq``: the source's store and batch changes,
     then the chain of filters and value mappers between the source and the joined table."""
@@ -218,10 +235,9 @@ class TableGetter:
         self.changes = changes
         self.chain = chain
 
-    def lookup(self, stream: Flow, raw_keys: list[bytes], context: ProcessContext, at: int | None = None) -> tuple[Flow, list[Any], list[int | None]]:
-        """The records still standing (the chain may reject some) and, per record, the table's
-        value for its key (None: no row) and that row's timestamp: as of the record's turn, or
-        as of ``at`` (:data:`AT_START`, :data:`AT_END`) for every record."""
+    def lookup(self, stream: Flow, raw_keys: list[bytes], context: ProcessContext, at: int | None = None) -> Lookup:
+        """Per record of ``stream``, the table's row for its key: as of the record's turn, or as
+        of ``at`` (:data:`AT_START`, :data:`AT_END`) for every record."""
         rows: list[tuple[Any, int] | None] = [None] * len(raw_keys)
         unchanged = []
         for i, (kb, seq) in enumerate(zip(raw_keys, stream.seqs, strict=True)):
@@ -234,8 +250,9 @@ class TableGetter:
             rows[i] = decode_row(raw)
         values = [None if r is None else r[0] for r in rows]
         stamps = [None if r is None else r[1] for r in rows]
+        kept = np.ones(len(rows), dtype=bool)
         if not self.chain:
-            return stream, values, stamps
+            return Lookup(values, stamps, kept)
         # Run the chain over the looked-up rows: same _seq (errors point at the looking-up record).
         looked_up, _ = infer_array(values, None)
         table = Flow(
@@ -251,10 +268,10 @@ class TableGetter:
             table = operator.transform(table, context)
         if len(table) != len(stream):
             kept = np.isin(stream.seqs, table.seqs)
-            stream = stream.filter(kept)
-            stamps = [t for t, k in zip(stamps, kept, strict=True) if k]
-        values = table.values()
-        return stream, values, [t if v is not None else None for t, v in zip(stamps, values, strict=True)]
+        values = [None] * len(rows)
+        for i, value in zip(np.flatnonzero(kept), table.values(), strict=True):
+            values[i] = value
+        return Lookup(values, [t if v is not None else None for t, v in zip(stamps, values, strict=True)], kept)
 
 
 def table_getter(build: BuildContext, table: str, store: str) -> TableGetter:

@@ -65,11 +65,10 @@ class TableSelectOperator(Operator, node=TableSelectNode):
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         if not len(flow):
             return _changes_flow(flow, [], [], [], [])
-        raw_keys = key_bytes(flow.table.column(KEY))
-        own, olds, _ = self.own.lookup(flow, raw_keys, context, AT_START if self.caching else None)
-        if len(own) != len(flow):
-            kept = np.isin(flow.seqs, own.seqs)
-            flow = flow.filter(kept)
+        own = self.own.lookup(flow, key_bytes(flow.table.column(KEY)), context, AT_START if self.caching else None)
+        olds = own.values
+        if not own.kept.all():  # the table's chain rejected some updates
+            flow, olds = flow.filter(own.kept), own.select(olds)
         rows, keys, news, old_values = [], [], [], []
         for i, (key, new, old, seq) in enumerate(zip(flow.keys(), flow.values(), olds, flow.seqs, strict=True)):
             new_pair = self._select(key, new, seq, context, report=True) if new is not None else None
@@ -132,10 +131,12 @@ class TableAggregateOperator(Operator, node=TableAggregateNode):
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         keys, pairs, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
         raw_keys = key_bytes(flow.table.column(KEY)) if len(flow) else []
+        distinct = list(dict.fromkeys(raw_keys))
+        current = {kb: decode_row(raw) for kb, raw in zip(distinct, self.store.get_many(distinct), strict=True)}  # one read for the batch
         rows, values, times = [], [], []
         last: dict[bytes, int] = {}
         for i, (key, kb, pair) in enumerate(zip(keys, raw_keys, pairs, strict=True)):
-            stored = decode_row(self.store.get(kb))
+            stored = current[kb]
             aggregate, aggregate_ts = (None, None) if stored is None else stored
             try:
                 result = self._fold(key, pair[NEW], pair[OLD], aggregate)
@@ -145,8 +146,10 @@ class TableAggregateOperator(Operator, node=TableAggregateNode):
             ts = int(stamps[i]) if aggregate_ts is None else max(int(stamps[i]), aggregate_ts)
             if result is None:
                 self.store.delete(kb)
+                current[kb] = None
             else:
                 self.store.put(kb, encode_row(result, ts))
+                current[kb] = (result, ts)
             last.pop(kb, None)
             last[kb] = len(rows)
             rows.append(i), values.append(result), times.append(ts)

@@ -18,8 +18,19 @@ from streams._internal.processing.flow import Flow
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _typed
 from streams._internal.processing.table import AT_END, AT_START, table_chain, table_getter
+from topology.functions import UserFunction
 from topology.nodes import JoinKind, StreamTableJoinNode, TableMergeNode, TableTableJoinNode
 from topology.records import KEY, TIMESTAMP, VALUE
+
+
+def _call_joiner(joiner: UserFunction, key: Any, left: Any, right: Any, seq: int, node: str, context: ProcessContext) -> tuple[bool, Any]:
+    """``(ok, joiner(left, right))``, or ``joiner(key, left, right)``; a joiner that raises
+    rejects the record it was called for, not the batch."""
+    try:
+        return True, (joiner.fn(key, left, right) if joiner.takes_key else joiner.fn(left, right))
+    except Exception as e:  # noqa: BLE001 - any user error goes to the dead letters
+        context.bad.reject(seq, node, f"{joiner.describe()} raised {type(e).__name__}: {e}", key, left, error=e)
+        return False, None
 
 
 class StreamTableJoinOperator(Operator, node=StreamTableJoinNode):
@@ -53,14 +64,13 @@ class StreamTableJoinOperator(Operator, node=StreamTableJoinNode):
         keyed = np.flatnonzero(~null_keys)
         if len(keyed):
             with_key = flow.take(keyed)
-            raw_keys = key_bytes(with_key.table.column(KEY))
-            with_key, found, _ = self.getter.lookup(with_key, raw_keys, context)
-            if len(with_key) != len(keyed):  # the table's chain rejected some stream records
-                kept = np.isin(flow.seqs, with_key.seqs) | null_keys
-                flow, null_keys = flow.filter(kept), null_keys[kept]
-                keyed = np.flatnonzero(~null_keys)
-            for i, value in zip(keyed, found, strict=True):
+            found = self.getter.lookup(with_key, key_bytes(with_key.table.column(KEY)), context)
+            for i, value in zip(keyed, found.values, strict=True):
                 table_values[i] = value
+            if not found.kept.all():  # the table's chain rejected some stream records
+                kept = np.ones(len(flow), dtype=bool)
+                kept[keyed] = found.kept
+                flow, table_values = flow.filter(kept), [v for v, k in zip(table_values, kept, strict=True) if k]
         if not self.node.left:
             matched = np.fromiter((v is not None for v in table_values), dtype=bool, count=len(table_values))
             flow = flow.filter(matched)
@@ -68,16 +78,11 @@ class StreamTableJoinOperator(Operator, node=StreamTableJoinNode):
         return self._join(flow, table_values, context)
 
     def _join(self, flow: Flow, table_values: list[Any], context: ProcessContext) -> Flow:
-        joiner = self.node.joiner
         keys, values, seqs = flow.keys(), flow.values(), flow.seqs
         results: list[Any] = [None] * len(flow)
         ok = np.ones(len(flow), dtype=bool)
         for i, (k, v, t) in enumerate(zip(keys, values, table_values, strict=True)):
-            try:
-                results[i] = joiner.fn(k, v, t) if joiner.takes_key else joiner.fn(v, t)
-            except Exception as e:  # noqa: BLE001 - a failing joiner rejects its record, not the batch
-                ok[i] = False
-                context.bad.reject(seqs[i], self.name, f"{joiner.describe()} raised {type(e).__name__}: {e}", k, v, error=e)
+            ok[i], results[i] = _call_joiner(self.node.joiner, k, v, t, seqs[i], self.name, context)
         array, fits = _typed(self.name, results, None, flow, context.bad, "value")
         out = flow.replace(values=array)
         out._keys, out._values = flow._keys, results
@@ -121,17 +126,18 @@ class TableTableJoinOperator(Operator, node=TableTableJoinNode):
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         if not len(flow):
             return flow
-        flow, others, other_stamps = self.getter.lookup(flow, key_bytes(flow.table.column(KEY)), context, AT_END if self.caching else None)
+        raw_keys = key_bytes(flow.table.column(KEY))
+        other = self.getter.lookup(flow, raw_keys, context, AT_END if self.caching else None)
+        others, other_stamps, kept = other.values, other.stamps, other.kept
         if self.node.kind is JoinKind.INNER or (self.node.kind is JoinKind.LEFT and not self.node.this_is_left):
             olds: list[Any] = [None] * len(flow)
         else:
-            own, olds, _ = self.own.lookup(flow, key_bytes(flow.table.column(KEY)), context, AT_START if self.caching else None)
-            if len(own) != len(flow):
-                kept = np.isin(flow.seqs, own.seqs)
-                flow = flow.filter(kept)
-                others = [o for o, k in zip(others, kept, strict=True) if k]
-                other_stamps = [t for t, k in zip(other_stamps, kept, strict=True) if k]
-        joiner, this_is_left = self.node.joiner, self.node.this_is_left
+            own = self.own.lookup(flow, raw_keys, context, AT_START if self.caching else None)
+            olds, kept = own.values, kept & own.kept
+        if not kept.all():  # a table's chain rejected some updates
+            flow = flow.filter(kept)
+            others, other_stamps, olds = ([x for x, k in zip(items, kept, strict=True) if k] for items in (others, other_stamps, olds))
+        this_is_left = self.node.this_is_left
         keys, news, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
         rows, values, times = [], [], []
         for i, (key, new, old, other, other_ts) in enumerate(zip(keys, news, olds, others, other_stamps, strict=True)):
@@ -141,10 +147,8 @@ class TableTableJoinOperator(Operator, node=TableTableJoinNode):
             value = None
             if call:
                 left_value, right_value = (new, other) if this_is_left else (other, new)
-                try:
-                    value = joiner.fn(key, left_value, right_value) if joiner.takes_key else joiner.fn(left_value, right_value)
-                except Exception as e:  # noqa: BLE001 - a failing joiner rejects its update, not the batch
-                    context.bad.reject(seqs[i], self.name, f"{joiner.describe()} raised {type(e).__name__}: {e}", key, new, error=e)
+                ok, value = _call_joiner(self.node.joiner, key, left_value, right_value, seqs[i], self.name, context)
+                if not ok:
                     continue
             rows.append(i)
             values.append(value)
