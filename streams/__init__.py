@@ -23,13 +23,14 @@ from conf.errors import (
 from streams.builder import StreamsBuilder
 from streams.dsl import KGroupedStream, KStream, KTable, TimeWindowedKStream
 from streams.testing import TestRecord, TopologyTestDriver
-from streams.windows import Suppressed, TimeWindows
+from streams.windows import JoinWindows, Suppressed, TimeWindows
 from topology.graph import Topology
 from topology.records import Windowed
 
 __all__ = [
     "ConfigError",
     "DeltaStreamsError",
+    "JoinWindows",
     "KGroupedStream",
     "KStream",
     "KTable",

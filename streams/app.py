@@ -42,7 +42,10 @@ from streams._internal.spark.job import TriggerJob
 from streams._internal.spark.trigger import BatchMetrics, Trigger
 from topology.compile import compile_subtopology, for_executors
 from topology.graph import Topology
-from topology.nodes import SourceNode, StreamTableJoinNode
+from topology.nodes import SourceNode, StreamStreamJoinNode, StreamTableJoinNode, TableTableJoinNode
+
+_JOINS = (StreamTableJoinNode, StreamStreamJoinNode, TableTableJoinNode)
+"""Nodes that read two inputs key by key: their topics must be co-partitioned."""
 
 log = logging.getLogger("deltastreams")
 _CHECKPOINT_RESTARTS = 3
@@ -170,7 +173,7 @@ class StreamsApp:
         many partitions, as Kafka checks at start (a record and its table row are then in the
         same task, both partitioned by key with the same partitioner)."""
         for sub in self.topology.subtopologies:
-            if not any(isinstance(self.topology.nodes[n], StreamTableJoinNode) for n in sub.nodes):
+            if not any(isinstance(self.topology.nodes[n], _JOINS) for n in sub.nodes):
                 continue
             counts = {topic: self.registry.partitions(topic) for topic in sub.source_topics}
             if len(set(counts.values())) > 1:

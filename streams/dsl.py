@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conf.errors import TopologyError
-from streams.windows import Suppressed, TimeWindows
+from streams.windows import JoinWindows, Suppressed, TimeWindows
 from topology.functions import FunctionKind, check_callable, joiner_function, user_function
 from topology.graph import GraphBuilder
 from topology.nodes import (
@@ -22,11 +22,14 @@ from topology.nodes import (
     FilterNode,
     FlatMapNode,
     MapNode,
+    MergeNode,
     MapValuesNode,
     PeekNode,
     SelectKeyNode,
     SinkNode,
     JoinKind,
+    StreamJoinWindowNode,
+    StreamStreamJoinNode,
     StreamTableJoinNode,
     SuppressNode,
     TableFilterNode,
@@ -143,15 +146,85 @@ class KStream:
         node = self._graph.add(TableSourceNode(processor, store), [parent])
         return KTable(self._graph, node, _source=node)
 
-    def join(self, table: KTable, joiner: Callable[..., Any], *, name: str | None = None) -> KStream:
-        """Inner join with ``table`` by key: each record with a matching row gives
-        ``joiner(value, table_value)`` (or ``joiner(key, value, table_value)``), keyed and timed
-        as the record; a record without a row gives nothing; table updates give nothing."""
-        return self._join_table(table, joiner, name, left=False)
+    def join(self, other: KTable | KStream, joiner: Callable[..., Any], windows: JoinWindows | None = None, *, name: str | None = None, store_name: str | None = None) -> KStream:
+        """Inner join by key.
 
-    def left_join(self, table: KTable, joiner: Callable[..., Any], *, name: str | None = None) -> KStream:
-        """Like :meth:`join`, but a record without a row gives ``joiner(value, None)``."""
-        return self._join_table(table, joiner, name, left=True)
+        With a KTable: each record with a matching row gives ``joiner(value, table_value)`` (or
+        ``joiner(key, value, table_value)``), keyed and timed as the record; a record without a
+        row gives nothing; table updates give nothing.
+
+        With a KStream and ``JoinWindows``: each pair of records with the same key whose
+        timestamps are within the window gives ``joiner(value, other_value)``, timed as the later
+        of the two. ``store_name`` names the two window stores (``<store_name>-this-join-store``,
+        ``...-other-join-store``), as Kafka's ``StreamJoined.withStoreName``."""
+        if isinstance(other, KStream):
+            return self._join_stream(other, joiner, windows, name, store_name, JoinKind.INNER)
+        self._no_windows_for_table("join", windows, store_name)
+        return self._join_table(other, joiner, name, left=False)
+
+    def left_join(self, other: KTable | KStream, joiner: Callable[..., Any], windows: JoinWindows | None = None, *, name: str | None = None, store_name: str | None = None) -> KStream:
+        """Like :meth:`join`, but a record without a partner still gives ``joiner(value, None)``:
+        at once with a table; with a stream, once its window has closed (window end plus grace,
+        by stream time), and only if no partner arrived by then (no spurious results)."""
+        if isinstance(other, KStream):
+            return self._join_stream(other, joiner, windows, name, store_name, JoinKind.LEFT)
+        self._no_windows_for_table("left_join", windows, store_name)
+        return self._join_table(other, joiner, name, left=True)
+
+    def outer_join(self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows, *, name: str | None = None, store_name: str | None = None) -> KStream:
+        """Like :meth:`left_join` with a stream, for both sides: a record of either stream
+        without a partner gives ``joiner(value, None)`` or ``joiner(None, other_value)`` once its
+        window has closed."""
+        if not isinstance(other, KStream):
+            raise TopologyError(f"outer_join() joins another KStream (tables join tables with KTable.outer_join), got {other!r}", node="outer_join")
+        return self._join_stream(other, joiner, windows, name, store_name, JoinKind.OUTER)
+
+    @staticmethod
+    def _no_windows_for_table(operator: str, windows: Any, store_name: str | None) -> None:
+        if windows is not None or store_name is not None:
+            raise TopologyError(f"{operator}(): a stream-table join takes no JoinWindows or store_name (they are for joining two streams)", node=operator)
+
+    def _join_stream(
+        self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows | None, name: str | None, store_name: str | None, kind: JoinKind
+    ) -> KStream:
+        operator = {JoinKind.INNER: "join", JoinKind.LEFT: "left_join", JoinKind.OUTER: "outer_join"}[kind]
+        if not isinstance(windows, JoinWindows):
+            raise TopologyError(
+                f"{operator}() of two streams needs JoinWindows, e.g. JoinWindows.of_time_difference_and_grace(60_000, 10_000), got {windows!r}",
+                node=operator,
+            )
+        if other._graph is not self._graph:
+            raise TopologyError(f"{operator}(): both streams must come from the same StreamsBuilder", node=operator)
+        spec = windows.spec()
+        fn = joiner_function(joiner, operator=operator)
+        graph, this_node, other_node = self._graph, self._node, other._node
+        if self._repartition_required:
+            this_node = graph.repartition_for_join(this_node, f"{name}-left" if name is not None else this_node, user_named=name is not None)
+        if other._repartition_required:
+            other_node = graph.repartition_for_join(other_node, f"{name}-right" if name is not None else other_node, user_named=name is not None)
+        left_outer, right_outer = kind is not JoinKind.INNER, kind is JoinKind.OUTER
+        # Kafka's counter order: both windowed nodes, this side, the other side, the merge.
+        this_windowed = f"{name}-this-windowed" if name is not None else graph.processor_name("KSTREAM-WINDOWED")
+        other_windowed = f"{name}-other-windowed" if name is not None else graph.processor_name("KSTREAM-WINDOWED")
+        this_generated = graph.processor_name("KSTREAM-OUTERTHIS" if right_outer else "KSTREAM-JOINTHIS")
+        other_generated = graph.processor_name("KSTREAM-OUTEROTHER" if left_outer else "KSTREAM-JOINOTHER")
+        this_suffix = "-outer-this-join" if right_outer else "-this-join"
+        other_suffix = "-outer-other-join" if left_outer else "-other-join"
+        this_join = f"{name}{this_suffix}" if name is not None else this_generated
+        other_join = f"{name}{other_suffix}" if name is not None else other_generated
+        merge = f"{name}-merge" if name is not None else graph.processor_name("KSTREAM-MERGE")
+        this_store = f"{store_name}{this_suffix}-store" if store_name is not None else f"{this_generated}-store"
+        other_store = f"{store_name}{other_suffix}-store" if store_name is not None else f"{other_generated}-store"
+        outer_store = None
+        if left_outer:
+            shared_suffix = "-outer-shared-join" if right_outer else "-left-shared-join"
+            generated_shared = "KSTREAM-OUTERSHARED-" + this_generated.rsplit("-", 1)[1]
+            outer_store = f"{store_name}{shared_suffix}-store" if store_name is not None else f"{generated_shared}-store"
+        graph.add(StreamJoinWindowNode(this_windowed, this_store), [this_node])
+        graph.add(StreamJoinWindowNode(other_windowed, other_store), [other_node])
+        graph.add(StreamStreamJoinNode(this_join, fn, this_store, other_store, outer_store, spec, kind, this_is_left=True), [this_windowed])
+        graph.add(StreamStreamJoinNode(other_join, fn, other_store, this_store, outer_store, spec, kind, this_is_left=False), [other_windowed])
+        return KStream(self._graph, graph.add(MergeNode(merge), [this_join, other_join]))
 
     def _join_table(self, table: KTable, joiner: Callable[..., Any], name: str | None, *, left: bool) -> KStream:
         operator = "left_join" if left else "join"

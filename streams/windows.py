@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from conf.errors import TopologyError
-from topology.nodes import Windows
+from topology.nodes import JoinWindowsSpec, Windows
 
 
 def _millis(value: int | timedelta, what: str) -> int:
@@ -64,6 +64,52 @@ class TimeWindows:
         if not 0 < advance <= self.size_ms:
             raise TopologyError(f"{operator}(): advance must be in (0, size] ms, got {advance}", node=operator)
         return Windows(size_ms=self.size_ms, advance_ms=advance, grace_ms=self.grace_ms)
+
+
+@dataclass(frozen=True)
+class JoinWindows:
+    """The window of a stream-stream join: a record at time ``t`` joins the other stream's
+    records with the same key in ``[t - before, t + after]``.
+
+    ``JoinWindows.of_time_difference_and_grace(d, g)``: ``before = after = d``, and records that
+    found no partner (left and outer joins) wait ``g`` more for a late one before going out joined
+    with None. ``of_time_difference_without_grace(d)``: no grace. ``.before(ms)`` / ``.after(ms)``
+    make the window asymmetric. As in Kafka 3+, there is no constructor without a grace choice.
+    """
+
+    before_ms: int = 0
+    after_ms: int = 0
+    grace_ms: int = 0
+
+    @classmethod
+    def of_time_difference_and_grace(cls, time_difference: int | timedelta, grace: int | timedelta) -> JoinWindows:
+        difference = _millis(time_difference, "JoinWindows.of_time_difference_and_grace")
+        grace_ms = _millis(grace, "JoinWindows.of_time_difference_and_grace")
+        return cls(difference, difference, grace_ms)._checked("JoinWindows.of_time_difference_and_grace")
+
+    @classmethod
+    def of_time_difference_without_grace(cls, time_difference: int | timedelta) -> JoinWindows:
+        difference = _millis(time_difference, "JoinWindows.of_time_difference_without_grace")
+        return cls(difference, difference, 0)._checked("JoinWindows.of_time_difference_without_grace")
+
+    def before(self, time_difference: int | timedelta) -> JoinWindows:
+        """Join records up to ``time_difference`` earlier (may be negative, if ``after`` makes
+        up for it)."""
+        return replace(self, before_ms=_millis(time_difference, "JoinWindows.before"))._checked("JoinWindows.before")
+
+    def after(self, time_difference: int | timedelta) -> JoinWindows:
+        """Join records up to ``time_difference`` later."""
+        return replace(self, after_ms=_millis(time_difference, "JoinWindows.after"))._checked("JoinWindows.after")
+
+    def _checked(self, what: str) -> JoinWindows:
+        if self.before_ms + self.after_ms < 0:
+            raise TopologyError(f"{what}: the window (before + after = {self.before_ms + self.after_ms} ms) must not be negative", node=what)
+        if self.grace_ms < 0:
+            raise TopologyError(f"{what}: the grace period cannot be negative, got {self.grace_ms} ms", node=what)
+        return self
+
+    def spec(self) -> JoinWindowsSpec:
+        return JoinWindowsSpec(self.before_ms, self.after_ms, self.grace_ms)
 
 
 @dataclass(frozen=True)

@@ -281,6 +281,63 @@ class TableMergeNode(Node):
 
 
 @dataclass(frozen=True)
+class JoinWindowsSpec:
+    """A stream-stream join's window: a record at ``t`` joins the other side's records in
+    ``[t - before, t + after]``; non-joined records wait ``grace`` more for late partners."""
+
+    before_ms: int
+    after_ms: int
+    grace_ms: int
+
+    @property
+    def retention_ms(self) -> int:
+        """How long a side's window store keeps a record, behind its observed stream time."""
+        return self.before_ms + self.after_ms + self.grace_ms
+
+
+@dataclass(frozen=True)
+class StreamJoinWindowNode(Node):
+    """Kafka's KSTREAM-WINDOWED: keeps one side's records in its window store (``store``) for
+    the other side to find, and forwards them."""
+
+    store: str
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return (self.store,)
+
+
+@dataclass(frozen=True)
+class StreamStreamJoinNode(Node):
+    """One side of ``KStream.join / left_join / outer_join(other_stream, joiner, windows)``
+    (Kafka's KSTREAM-JOINTHIS / JOINOTHER / OUTERTHIS / OUTEROTHER): each record of this side
+    joins the records of the other side's window store ``other_store`` within the window. For
+    left and outer joins, records without a partner wait in the shared ``outer_store`` until their
+    window closes, then go out joined with None (Kafka's spurious-result fix)."""
+
+    joiner: UserFunction
+    this_store: str
+    other_store: str
+    outer_store: str | None
+    windows: JoinWindowsSpec
+    kind: JoinKind
+    this_is_left: bool
+
+    @property
+    def function(self) -> UserFunction:
+        return self.joiner
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return (self.other_store,) if self.outer_store is None else (self.other_store, self.outer_store)
+
+
+@dataclass(frozen=True)
+class MergeNode(Node):
+    """Kafka's KSTREAM-MERGE: its parents' records, in the task's order."""
+
+
+@dataclass(frozen=True)
 class StoreSpec:
     """A state store of the topology; its changelog is ``<application_id>-<name>-changelog``."""
 

@@ -1,0 +1,208 @@
+"""The stores of a stream-stream join: each side's window store, and the shared store of records
+still waiting for a partner (Kafka's outer-join store).
+
+:class:`JoinWindowStore` is Kafka's window store with duplicates retained: every record of a
+side, under ``k | len(key) | key | time | seq``, so the records of one key in a time range are one
+key range, in (time, arrival) order, as Kafka's ``fetch(key, from, to)`` returns them. Like
+Kafka's, the store keeps ``retention = before + after + grace`` behind the largest time put into it
+(its observed stream time): older records are invisible to fetches and are purged once a batch,
+through a time index ``t | time | seq`` (a purge is a range scan from a floor, not a full scan).
+
+:class:`OuterJoinStore` holds the records of a left/outer join side that have not joined yet, in
+Kafka's order ``time | side | key`` (left side ``1``, right ``0``), a list of values per entry
+(Kafka's ListValueStore), plus the join's shared stream time and Kafka's ``minTime``. It is read
+into memory when first scanned in a batch and written through, since emitting closed records
+walks it from the start.
+
+Values are pickled Python objects, as the table stores keep them. Bookkeeping lives under keys
+starting with ``0xff``, beyond every data key.
+"""
+
+from __future__ import annotations
+
+import bisect
+import pickle
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+_LONG = struct.Struct(">q")
+_TIME = struct.Struct(">Q")
+_LEN = struct.Struct(">I")
+_OBSERVED_KEY = b"\xff\xffobserved-stream-time"
+_FLOOR_KEY = b"\xff\xffpurge-floor"
+_SEQ_KEY = b"\xff\xffnext-seq"
+_STREAM_TIME_KEY = b"\xff\xffstream-time"
+_MIN_TIME_KEY = b"\xff\xffmin-time"
+NO_TIME = -1
+
+LEFT, RIGHT = 1, 0
+"""Kafka's join side byte in the outer store's key."""
+
+
+def _pack_time(time: int) -> bytes:
+    # Unsigned, offset by 2**63, so that bytes sort as times do, negative ones included.
+    return _TIME.pack(time + 2**63)
+
+
+def _unpack_time(raw: bytes, offset: int = 0) -> int:
+    return _TIME.unpack_from(raw, offset)[0] - 2**63
+
+
+def _get_long(store, key: bytes, default: int | None) -> int | None:
+    raw = store.get(key)
+    return default if raw is None else _LONG.unpack(raw)[0]
+
+
+class JoinWindowStore:
+    """One side's records, by key and time, duplicates kept (over a ChangeLoggingStore)."""
+
+    def __init__(self, store, retention_ms: int) -> None:
+        self.store = store
+        self.name = store.name
+        self.retention_ms = retention_ms
+        self.observed = _get_long(store, _OBSERVED_KEY, NO_TIME)
+        self._next_seq = _get_long(store, _SEQ_KEY, 0)
+        self._cached: dict[bytes, list[tuple[int, int, Any]]] = {}
+
+    def begin_batch(self) -> None:
+        """Re-read the bookkeeping: the previous batch's writes were committed or thrown away."""
+        self.observed = _get_long(self.store, _OBSERVED_KEY, NO_TIME)
+        self._next_seq = _get_long(self.store, _SEQ_KEY, 0)
+        self._cached.clear()
+
+    @staticmethod
+    def _prefix(key: bytes) -> bytes:
+        return b"k" + _LEN.pack(len(key)) + key
+
+    def _entries(self, key: bytes) -> list[tuple[int, int, Any]]:
+        """The key's records as ``(time, seq, value)`` in store order, read once per batch."""
+        entries = self._cached.get(key)
+        if entries is None:
+            prefix = self._prefix(key)
+            entries = []
+            for raw_key, raw_value in self.store.range(prefix, prefix + b"\xff" * 17):
+                n = len(prefix)
+                entries.append((_unpack_time(raw_key, n), _LONG.unpack_from(raw_key, n + 8)[0], pickle.loads(raw_value)))
+            self._cached[key] = entries
+        return entries
+
+    def put(self, key: bytes, value: Any, time: int) -> None:
+        self.observed = max(self.observed, time)
+        if time <= self.observed - self.retention_ms:
+            return  # already expired: Kafka's window store skips it
+        entries = self._entries(key)  # read before writing, or the cache would hold it twice
+        seq = self._next_seq
+        self._next_seq += 1
+        data_key = self._prefix(key) + _pack_time(time) + _LONG.pack(seq)
+        self.store.put(data_key, pickle.dumps(value, protocol=5))
+        self.store.put(b"t" + _pack_time(time) + _LONG.pack(seq), data_key)
+        bisect.insort(entries, (time, seq, value), key=lambda e: (e[0], e[1]))
+
+    def fetch(self, key: bytes, time_from: int, time_to: int) -> list[tuple[int, Any]]:
+        """``(time, value)`` of the key's live records with ``time_from <= time <= time_to``, in
+        (time, arrival) order."""
+        time_from = max(time_from, self.observed - self.retention_ms + 1)
+        if time_to < time_from:
+            return []
+        entries = self._entries(key)
+        lo = bisect.bisect_left(entries, time_from, key=lambda e: e[0])
+        hi = bisect.bisect_right(entries, time_to, key=lambda e: e[0])
+        return [(t, v) for t, _, v in entries[lo:hi]]
+
+    def end_batch(self) -> None:
+        """Persist the bookkeeping and purge what fell out of retention."""
+        self.store.put(_OBSERVED_KEY, _LONG.pack(self.observed))
+        self.store.put(_SEQ_KEY, _LONG.pack(self._next_seq))
+        cutoff = self.observed - self.retention_ms  # times <= cutoff are dead
+        floor = _get_long(self.store, _FLOOR_KEY, None)
+        if self.observed == NO_TIME or (floor is not None and cutoff < floor):
+            return
+        lo = b"t" if floor is None else b"t" + _pack_time(floor)
+        dead = list(self.store.range(lo, b"t" + _pack_time(cutoff + 1)))
+        for index_key, data_key in dead:
+            self.store.delete(index_key)
+            self.store.delete(data_key)
+        self.store.put(_FLOOR_KEY, _LONG.pack(cutoff + 1))
+        self._cached.clear()
+
+
+class OuterJoinStore:
+    """Records waiting for a partner, ordered by (time, side, key); shared by both sides."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+        self.name = store.name
+        self._keys: list[bytes] | None = None
+        self._lists: dict[bytes, list[tuple[Any, Any]]] = {}
+
+    def begin_batch(self) -> tuple[int, int | None]:
+        """``(stream_time, min_time)`` as committed (``min_time`` None: Kafka's Long.MAX_VALUE)."""
+        self._keys = None
+        self._lists.clear()
+        return _get_long(self.store, _STREAM_TIME_KEY, NO_TIME), _get_long(self.store, _MIN_TIME_KEY, None)
+
+    def end_batch(self, stream_time: int, min_time: int | None) -> None:
+        self.store.put(_STREAM_TIME_KEY, _LONG.pack(stream_time))
+        if min_time is None:
+            self.store.delete(_MIN_TIME_KEY)
+        else:
+            self.store.put(_MIN_TIME_KEY, _LONG.pack(min_time))
+        self._keys = None
+        self._lists.clear()
+
+    @staticmethod
+    def entry_key(time: int, side: int, key: bytes) -> bytes:
+        return _pack_time(time) + bytes((side,)) + key
+
+    @staticmethod
+    def split(entry_key: bytes) -> tuple[int, int]:
+        """``(time, side)`` of an entry key."""
+        return _unpack_time(entry_key), entry_key[8]
+
+    def _load(self) -> list[bytes]:
+        if self._keys is None:
+            self._keys = []
+            for raw_key, raw_value in self.store.range(None, b"\xff"):
+                self._keys.append(raw_key)
+                self._lists[raw_key] = pickle.loads(raw_value)
+        return self._keys
+
+    def _read(self, entry_key: bytes) -> list[tuple[Any, Any]] | None:
+        if self._keys is not None:
+            return self._lists.get(entry_key)
+        raw = self.store.get(entry_key)
+        return None if raw is None else pickle.loads(raw)
+
+    def append(self, entry_key: bytes, key: Any, value: Any) -> None:
+        """Add a waiting record (Kafka's ListValueStore put)."""
+        items = self._read(entry_key)
+        fresh = items is None
+        items = [(key, value)] if fresh else [*items, (key, value)]
+        self.store.put(entry_key, pickle.dumps(items, protocol=5))
+        if self._keys is not None:
+            if fresh:
+                bisect.insort(self._keys, entry_key)
+            self._lists[entry_key] = items
+
+    def remove(self, entry_key: bytes) -> None:
+        """Forget every record under ``entry_key`` (Kafka deletes the whole list)."""
+        if self._keys is not None:
+            if entry_key not in self._lists:
+                return
+            del self._lists[entry_key]
+            self._keys.pop(bisect.bisect_left(self._keys, entry_key))
+        elif self.store.get(entry_key) is None:
+            return
+        self.store.delete(entry_key)
+
+    def entries(self) -> Iterator[tuple[bytes, Any, Any]]:
+        """``(entry_key, key, value)`` for every waiting record, in order. Removing the entry
+        being visited, or earlier ones, is allowed while iterating."""
+        keys = self._load()
+        i = 0
+        while i < len(keys):
+            entry_key = keys[i]
+            for key, value in list(self._lists[entry_key]):
+                yield entry_key, key, value
+            i = bisect.bisect_right(keys, entry_key)  # entries before it may have gone meanwhile
