@@ -1,15 +1,19 @@
-"""Kill the enrichment job (a stream-table join: two input topics in one sub-topology, a table
-store, a repartition, a windowed count) at random moments and inside the commit protocol; check
-what survives against the independent pandas computation.
+"""Kill a join job at random moments and inside the commit protocol; check what survives against
+the job's independent pandas computation. Two jobs: ``enrich`` (a stream-table join: two input
+topics in one sub-topology, a table store, a repartition, a windowed count) and ``clicks`` (a
+stream-stream left join: two window stores and the store of impressions waiting for a click).
 
     python -m jobs.enrich_harness --root /tmp/enrich-harness --trials 30
+    python -m jobs.enrich_harness --job clicks --root /tmp/clicks-harness --trials 30
 
 Each trial appends one round (a users update, then its pageviews) and starts ``python -m
 jobs.enrich run --until-caught-up``, killed with SIGKILL at a named commit point or after a
 random delay; one run without kills finishes. Checks: the latest count per region and window
 equals :func:`jobs.enrich.reference_counts` (each view counted in the region its user had at
 the time), and no revision was committed twice (exactly-once: a window's count only grows, so a
-repeated ``(region, window, count)`` is a batch published twice).
+repeated ``(region, window, count)`` is a batch published twice). For ``clicks``, a last run
+after :func:`jobs.clicks.close` closes every window; then the attributed impressions must be
+:func:`jobs.clicks.reference_pairs` exactly, each once.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from jobs import enrich
+from jobs import clicks, enrich
 from jobs.crash_harness import run_once
 from sinks import Topic
 from streams.runtime import CRASH_POINTS as POINTS
@@ -31,36 +35,61 @@ each one Delta version, so every batch holds one round of both topics, never a u
 ahead of its views (the reference's assumption; see jobs.enrich)."""
 
 
-def command(root: str) -> list[str]:
+def command(root: str, job: str = "enrich") -> list[str]:
     return [
-        sys.executable, "-m", "jobs.enrich", "run", "--root", root, "--until-caught-up", "--timeout-s", "600",
-        "--commit-interval-ms", "100", "--max-records-per-batch", str(ONE_ROUND),
+        sys.executable, "-m", f"jobs.{job}", "run", "--root", root, "--until-caught-up", "--timeout-s", "600",
+        "--commit-interval-ms", "100", "--max-records-per-batch", str(ONE_ROUND if job == "enrich" else 1),
     ]
 
 
-def run(root: str, trials: int, seed: int, log) -> tuple[Counter, list[str]]:
+CLICKS_ROUND = 400
+"""Impressions (and clicks) per round of the clicks job: four slices of each topic, one Delta
+version each, so one batch per slice (``--max-records-per-batch 1``)."""
+
+
+def _append_round(root: str, job: str, seed: int) -> None:
+    if job == "enrich":
+        enrich.generate(root, rounds=1, events_per_round=4_000, seed=seed)
+    else:
+        clicks.generate(root, rounds=1, per_round=CLICKS_ROUND, seed=seed)
+
+
+def run(root: str, trials: int, seed: int, log, job: str = "enrich") -> tuple[Counter, list[str]]:
     rng = random.Random(seed)
     kills: Counter = Counter()
     violations: list[str] = []
     points = [p for p in POINTS if not p.startswith("retention_")]
     for trial in range(trials):
-        enrich.generate(root, rounds=1, events_per_round=4_000, seed=seed)
+        _append_round(root, job, seed)
         if trial < len(points) or rng.random() < 0.5:
             point = points[trial % len(points)]
             crash, delay, label = f"{point}@{rng.randint(1, 3)}", None, point
         else:
             crash, delay, label = None, rng.uniform(8.0, 25.0), "random"
         print(f"trial {trial + 1}/{trials}: {crash or f'kill after {delay:.1f} s'}", file=log, flush=True)
-        ended = run_once(command(root), crash_at=crash, kill_after_s=delay, log=log)
+        ended = run_once(command(root, job), crash_at=crash, kill_after_s=delay, log=log)
         if ended.startswith("failed"):
             violations.append(f"trial {trial + 1} ({label}) failed instead of crashing: {ended}")
         kills[label if ended != "finished" else "finished before the kill"] += 1
-    if run_once(command(root), crash_at=None, kill_after_s=None, log=log) != "finished":
+    if job == "clicks":
+        clicks.close(root)
+    if run_once(command(root, job), crash_at=None, kill_after_s=None, log=log) != "finished":
         violations.append("the final run did not finish")
     return kills, violations
 
 
-def check(root: str) -> list[str]:
+def check_clicks(root: str) -> list[str]:
+    got, want = clicks.read_results(root), clicks.reference_pairs(root)
+    if got == want:
+        return []
+    missing, extra = want - got, got - want
+    return [f"{sum(missing.values())} of {sum(want.values())} attributions missing (e.g. {list(missing)[:3]}), "
+            f"{sum(extra.values())} extra or repeated (e.g. {list(extra)[:3]})"]
+
+
+def check(root: str, job: str = "enrich") -> list[str]:
+    if job == "clicks":
+        return check_clicks(root)
     violations = []
     results, expected = enrich.read_results(root), enrich.reference_counts(root)
     if not results.equals(expected):
@@ -81,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", required=True, help="a fresh directory")
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--job", choices=("enrich", "clicks"), default="enrich")
     args = parser.parse_args(argv)
     root = str(Path(args.root).absolute())
     if (Path(root) / "topics").exists():
@@ -88,10 +118,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     Path(root).mkdir(parents=True, exist_ok=True)
     with open(Path(root) / "harness.log", "a") as log:
-        kills, violations = run(root, args.trials, args.seed, log)
-    violations += check(root)
-    windows = enrich.reference_counts(root).num_rows
-    print(f"enrichment, exactly_once: {args.trials} trials (kills: {dict(kills)}); windows checked: {windows}; violations: {len(violations)}")
+        kills, violations = run(root, args.trials, args.seed, log, args.job)
+    violations += check(root, args.job)
+    if args.job == "enrich":
+        checked = f"windows checked: {enrich.reference_counts(root).num_rows}"
+    else:
+        checked = f"attributions checked: {sum(clicks.reference_pairs(root).values())}"
+    print(f"{args.job}, exactly_once: {args.trials} trials (kills: {dict(kills)}); {checked}; violations: {len(violations)}")
     for violation in violations:
         print(f"  {violation}")
     return 1 if violations else 0

@@ -1,0 +1,203 @@
+"""Click attribution, a stream-stream join: each ad impression is joined with the clicks of the
+same user within 10 seconds either side; an impression nobody clicked goes out once its window
+has closed, joined with None.
+
+``ad-impressions`` (keyed by user) -> left_join(``ad-clicks``, JoinWindows 10 s, grace 5 s) ->
+``attributed-impressions`` (key: user, value: ``"<impression>|<click or None>"``).
+
+    python -m jobs.clicks generate --root /tmp/clicks --rounds 5
+    python -m jobs.clicks run --root /tmp/clicks --until-caught-up --max-records-per-batch 1
+    python -m jobs.clicks close --root /tmp/clicks      # far-future clicks: every window closes
+    python -m jobs.clicks run --root /tmp/clicks --until-caught-up --max-records-per-batch 1
+    python -m jobs.clicks results --root /tmp/clicks [--reference]
+
+``generate`` appends rounds of 20 s of event time: impressions spread over the round, one click per
+impression, 0-15 s after it (so about a third miss their impression's window, though they may hit
+another impression of the same user). :func:`reference_pairs` computes the join independently
+from the input topics: every (impression, click) pair of a user at most 10 s apart, and every
+impression without one. Once ``close`` has run and the job has caught up, the output must be
+exactly that, each pair once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+
+from conf import StreamsConfig
+from streams import JoinWindows, StreamsBuilder, Topology
+from streams.errors import DeltaStreamsError
+
+IMPRESSIONS_TOPIC = "ad-impressions"
+CLICKS_TOPIC = "ad-clicks"
+OUTPUT_TOPIC = "attributed-impressions"
+APPLICATION_ID = "clicks"
+WINDOW_MS, GRACE_MS, ROUND_MS, SLICE_MS = 10_000, 5_000, 20_000, 5_000
+START_MS = 1_700_000_000_000
+USERS = 300
+
+
+def build_topology() -> Topology:
+    builder = StreamsBuilder()
+    impressions = builder.stream(IMPRESSIONS_TOPIC, key_type=pa.string(), value_type=pa.string())
+    clicks = builder.stream(CLICKS_TOPIC, key_type=pa.string(), value_type=pa.string())
+    impressions.left_join(
+        clicks,
+        lambda impression, click: f"{impression}|{click}",
+        JoinWindows.of_time_difference_and_grace(WINDOW_MS, GRACE_MS),
+        name="attribution",
+        store_name="attribution",
+    ).to(OUTPUT_TOPIC, key_column="user", value_column="attribution")
+    return builder.build()
+
+
+def _topic(root: str, name: str, partitions: int):
+    from sinks import Topic, create_topic
+
+    if Topic.exists(root, name):
+        return Topic.open(root, name)
+    return create_topic(root, name, partitions=partitions, key_type=pa.string(), value_type=pa.string(), key_column="user")
+
+
+def _append(topic, keys, values, stamps) -> None:
+    order = np.argsort(stamps, kind="stable")
+    topic.append(
+        pa.table(
+            {
+                "key": pa.array([keys[i] for i in order], pa.string()),
+                "value": pa.array([values[i] for i in order], pa.string()),
+                "timestamp": pa.array(np.asarray(stamps)[order], pa.int64()),
+            }
+        )
+    )
+
+
+def rounds_done(root: str) -> int:
+    from sinks import Topic
+
+    if not Topic.exists(root, IMPRESSIONS_TOPIC):
+        return 0
+    stamps = Topic.open(root, IMPRESSIONS_TOPIC).read().column("timestamp").to_pylist()
+    return 0 if not stamps else int((max(stamps) - START_MS) // ROUND_MS) + 1
+
+
+def generate(root: str, *, rounds: int, per_round: int = 1000, seed: int = 0, partitions: int = 2) -> None:
+    """Append ``rounds`` rounds of ``per_round`` impressions and as many clicks, in time order:
+    each round in four 5-second slices, a slice's impressions then its clicks, one Delta version
+    each. Run with ``max_records_per_batch = 1`` and a batch takes one slice of both topics, so
+    the job sees events in time order (what :func:`reference_pairs` assumes)."""
+    impressions, clicks = _topic(root, IMPRESSIONS_TOPIC, partitions), _topic(root, CLICKS_TOPIC, partitions)
+    done = rounds_done(root)
+    for r in range(done, done + rounds):
+        rng = np.random.default_rng([seed, r])
+        start = START_MS + r * ROUND_MS
+        users = np.array([f"user-{u}" for u in rng.integers(0, USERS, per_round)])
+        shown = start + rng.integers(0, ROUND_MS, per_round)
+        clicked = np.minimum(shown + rng.integers(0, 15_001, per_round), start + ROUND_MS - 1)
+        for s in range(start, start + ROUND_MS, SLICE_MS):
+            for topic, stamps, prefix in ((impressions, shown, "i"), (clicks, clicked, "c")):
+                chosen = np.flatnonzero((stamps >= s) & (stamps < s + SLICE_MS))
+                _append(topic, list(users[chosen]), [f"{prefix}{r}.{i}" for i in chosen], stamps[chosen])
+
+
+def close(root: str, *, partitions: int = 2) -> None:
+    """Far-future clicks of users nobody saw, enough for every partition: they move each task's
+    stream time past every window, so every impression still waiting goes out."""
+    clicks = _topic(root, CLICKS_TOPIC, partitions)
+    end = START_MS + (rounds_done(root) + 10) * ROUND_MS
+    count = 8 * partitions
+    _append(clicks, [f"closer-{i}" for i in range(count)], [f"x{i}" for i in range(count)], [end] * count)
+
+
+def reference_pairs(root: str) -> Counter:
+    """``(user, "<impression>|<click or None>")`` of the join, computed with pandas from the
+    input topics (the closing clicks match nothing)."""
+    import pandas as pd
+
+    from sinks import Topic
+
+    def frame(topic: str, name: str) -> pd.DataFrame:
+        table = Topic.open(root, topic).read()
+        return pd.DataFrame({"user": table["key"].to_pylist(), name: table["value"].to_pylist(), f"{name}_ts": table["timestamp"].to_pylist()})
+
+    impressions, clicks = frame(IMPRESSIONS_TOPIC, "impression"), frame(CLICKS_TOPIC, "click")
+    pairs = impressions.merge(clicks, on="user")
+    pairs = pairs[(pairs["impression_ts"] - pairs["click_ts"]).abs() <= WINDOW_MS]
+    unmatched = impressions[~impressions["impression"].isin(pairs["impression"])]
+    out = Counter(zip(pairs["user"], pairs["impression"] + "|" + pairs["click"], strict=True))
+    out.update(zip(unmatched["user"], unmatched["impression"] + "|None", strict=True))
+    return out
+
+
+def read_results(root: str) -> Counter:
+    from sinks import Topic
+
+    if not Topic.exists(root, OUTPUT_TOPIC):
+        return Counter()
+    table = Topic.open(root, OUTPUT_TOPIC).read()
+    return Counter(zip(table["key"].to_pylist(), table["value"].to_pylist(), strict=True))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jobs.clicks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("describe", help="print the topology description")
+    gen = commands.add_parser("generate", help="append rounds of impressions and clicks")
+    gen.add_argument("--root", required=True)
+    gen.add_argument("--rounds", type=int, default=5)
+    gen.add_argument("--per-round", type=int, default=1000)
+    gen.add_argument("--seed", type=int, default=0)
+    closing = commands.add_parser("close", help="append far-future clicks that close every window")
+    closing.add_argument("--root", required=True)
+    run = commands.add_parser("run", help="run the job on Spark")
+    run.add_argument("--root", required=True)
+    run.add_argument("--guarantee", choices=("exactly_once", "at_least_once"), default="exactly_once")
+    run.add_argument("--commit-interval-ms", type=int, default=1000)
+    run.add_argument("--max-records-per-batch", type=int, default=1_000_000)
+    run.add_argument("--until-caught-up", action="store_true")
+    run.add_argument("--timeout-s", type=float, default=None)
+    run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any setting of conf/defaults.toml")
+    results = commands.add_parser("results", help="print the attributed impressions, one per line, sorted")
+    results.add_argument("--root", required=True)
+    results.add_argument("--reference", action="store_true", help="the pandas computation instead of the job's output")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "describe":
+            print(build_topology().describe(), end="")
+        elif args.command == "generate":
+            generate(args.root, rounds=args.rounds, per_round=args.per_round, seed=args.seed)
+            print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
+        elif args.command == "close":
+            close(args.root)
+        elif args.command == "run":
+            from streams.app import StreamsApp
+            from streams.console import run_from_terminal
+
+            settings = {
+                "application_id": APPLICATION_ID,
+                "root": args.root,
+                "processing_guarantee": args.guarantee,
+                "commit_interval_ms": args.commit_interval_ms,
+                "max_records_per_batch": args.max_records_per_batch,
+            }
+            for item in args.set or ():
+                key, _, value = item.partition("=")
+                settings[key] = value
+            return run_from_terminal(StreamsApp(build_topology(), StreamsConfig.load(settings)), until_caught_up=args.until_caught_up, timeout_s=args.timeout_s)
+        else:
+            pairs = reference_pairs(args.root) if args.reference else read_results(args.root)
+            for (user, value), n in sorted(pairs.items()):
+                for _ in range(n):
+                    print(f"{user},{value}")
+    except DeltaStreamsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
