@@ -71,6 +71,12 @@ class JoinWindowStore:
         self._next_seq = _get_long(self.store, _SEQ_KEY, 0)
         self._cached.clear()
 
+    def preload(self, keys) -> None:
+        """Read the records of ``keys`` now, while the batch has written nothing: a range read
+        over the batch's pending writes sorts them all, once per key."""
+        for key in keys:
+            self._entries(key)
+
     @staticmethod
     def _prefix(key: bytes) -> bytes:
         return b"k" + _LEN.pack(len(key)) + key

@@ -109,6 +109,9 @@ class StreamStreamJoin:
         columns = {}
         for side, flow in flows.items():
             columns[side] = (flow.keys(), flow.values(), flow.timestamps, flow.seqs, key_bytes(flow.table.column(KEY)))
+        batch_keys = {k for side in columns for k in columns[side][4] if k is not None}
+        for store in self.stores.values():
+            store.preload(batch_keys)
         for i in order:
             side, position = int(sides[i]), int(positions[i])
             keys, values, stamps, record_seqs, raw_keys = columns[side]
