@@ -21,7 +21,7 @@ from conf.errors import (
     TopologyError,
 )
 from streams.builder import StreamsBuilder
-from streams.dsl import KGroupedStream, KStream, KTable, TimeWindowedKStream
+from streams.dsl import GlobalKTable, KGroupedStream, KStream, KTable, TimeWindowedKStream
 from streams.testing import TestRecord, TopologyTestDriver
 from streams.windows import JoinWindows, Suppressed, TimeWindows
 from topology.graph import Topology
@@ -30,6 +30,7 @@ from topology.records import Windowed
 __all__ = [
     "ConfigError",
     "DeltaStreamsError",
+    "GlobalKTable",
     "JoinWindows",
     "KGroupedStream",
     "KStream",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from conf.errors import TopologyError
-from streams.dsl import KStream, KTable, _named
+from streams.dsl import GlobalKTable, KStream, KTable, _named
 from topology.graph import GraphBuilder, Topology
 from topology.nodes import SourceNode, TableSourceNode
 
@@ -57,6 +57,26 @@ class StreamsBuilder:
         source = self._graph.add(SourceNode(self._graph.processor_name("KSTREAM-SOURCE"), (topic,), key_type=key_type, value_type=value_type))
         node = TableSourceNode(self._graph.processor_name("KTABLE-SOURCE"), store, store=store if name is not None else None)
         return KTable(self._graph, self._graph.add(node, [source]), _source=node.name)
+
+    def global_table(
+        self,
+        topic: str,
+        *,
+        key_type: pa.DataType | None = None,
+        value_type: pa.DataType | None = None,
+        name: str | None = None,
+    ) -> GlobalKTable:
+        """The whole of ``topic`` as a table in every task that joins it, whatever its partitions
+        (no co-partitioning needed). Each batch applies the table's new records before any stream
+        record looks it up, as Kafka reads a global table before the stream side. ``name`` names
+        its store."""
+        if not isinstance(topic, str) or not topic:
+            raise TopologyError(f"global_table() takes a topic name, got {topic!r}", node="global_table")
+        store = name if name is not None else self._graph.store_name(topic)
+        source = SourceNode(self._graph.processor_name("KSTREAM-SOURCE"), (topic,), key_type=key_type, value_type=value_type, is_global=True)
+        self._graph.add(source)
+        node = TableSourceNode(self._graph.processor_name("KTABLE-SOURCE"), store, store=store)
+        return GlobalKTable(self._graph, self._graph.add(node, [source.name]), store)
 
     def build(self) -> Topology:
         return self._graph.build()

@@ -1,4 +1,4 @@
-"""The DSL's handles: KStream, KGroupedStream, TimeWindowedKStream and KTable.
+"""The DSL's handles: KStream, KGroupedStream, TimeWindowedKStream, KTable and GlobalKTable.
 
 Each method adds nodes to the graph and returns a new, immutable handle; nothing runs here. The
 handles refer to one another (a stream groups into a grouped stream, which aggregates into a
@@ -28,6 +28,7 @@ from topology.nodes import (
     SelectKeyNode,
     SinkNode,
     JoinKind,
+    StreamGlobalTableJoinNode,
     StreamJoinWindowNode,
     StreamStreamJoinNode,
     StreamTableJoinNode,
@@ -146,7 +147,7 @@ class KStream:
         node = self._graph.add(TableSourceNode(processor, store), [parent])
         return KTable(self._graph, node, _source=node)
 
-    def join(self, other: KTable | KStream, joiner: Callable[..., Any], windows: JoinWindows | None = None, *, name: str | None = None, store_name: str | None = None) -> KStream:
+    def join(self, other: KTable | KStream | GlobalKTable, joiner: Callable[..., Any], windows: JoinWindows | Callable[..., Any] | None = None, *, name: str | None = None, store_name: str | None = None) -> KStream:
         """Inner join by key.
 
         With a KTable: each record with a matching row gives ``joiner(value, table_value)`` (or
@@ -156,18 +157,26 @@ class KStream:
         With a KStream and ``JoinWindows``: each pair of records with the same key whose
         timestamps are within the window gives ``joiner(value, other_value)``, timed as the later
         of the two. ``store_name`` names the two window stores (``<store_name>-this-join-store``,
-        ``...-other-join-store``), as Kafka's ``StreamJoined.withStoreName``."""
+        ``...-other-join-store``), as Kafka's ``StreamJoined.withStoreName``.
+
+        With a GlobalKTable, ``join(global_table, key_selector, joiner)``: each record looks up
+        ``key_selector(key, value)`` in the table (no repartition, no co-partitioning); a record
+        whose selected key is None or has no row gives nothing."""
         if isinstance(other, KStream):
             return self._join_stream(other, joiner, windows, name, store_name, JoinKind.INNER)
+        if isinstance(other, GlobalKTable):
+            return self._join_global(other, joiner, windows, name, left=False)
         self._no_windows_for_table("join", windows, store_name)
         return self._join_table(other, joiner, name, left=False)
 
-    def left_join(self, other: KTable | KStream, joiner: Callable[..., Any], windows: JoinWindows | None = None, *, name: str | None = None, store_name: str | None = None) -> KStream:
+    def left_join(self, other: KTable | KStream | GlobalKTable, joiner: Callable[..., Any], windows: JoinWindows | Callable[..., Any] | None = None, *, name: str | None = None, store_name: str | None = None) -> KStream:
         """Like :meth:`join`, but a record without a partner still gives ``joiner(value, None)``:
-        at once with a table; with a stream, once its window has closed (window end plus grace,
-        by stream time), and only if no partner arrived by then (no spurious results)."""
+        at once with a table or a global table; with a stream, once its window has closed (window end plus grace, by stream time), and only if no
+        partner arrived by then (no spurious results)."""
         if isinstance(other, KStream):
             return self._join_stream(other, joiner, windows, name, store_name, JoinKind.LEFT)
+        if isinstance(other, GlobalKTable):
+            return self._join_global(other, joiner, windows, name, left=True)
         self._no_windows_for_table("left_join", windows, store_name)
         return self._join_table(other, joiner, name, left=True)
 
@@ -178,6 +187,17 @@ class KStream:
         if not isinstance(other, KStream):
             raise TopologyError(f"outer_join() joins another KStream (tables join tables with KTable.outer_join), got {other!r}", node="outer_join")
         return self._join_stream(other, joiner, windows, name, store_name, JoinKind.OUTER)
+
+    def _join_global(self, table: GlobalKTable, key_selector: Callable[[Any, Any], Any], joiner: Any, name: str | None, *, left: bool) -> KStream:
+        operator = "left_join" if left else "join"
+        check_callable(key_selector, operator=operator, what="key_selector(key, value)", arguments=2)
+        selector = user_function(key_selector, operator=operator)
+        if selector.is_column:
+            raise TopologyError(f"{operator}(global_table, key_selector, joiner): the key selector is a Python callable", node=operator)
+        fn = joiner_function(joiner, operator=operator)
+        processor = self._name(name, "KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN")
+        node = StreamGlobalTableJoinNode(processor, selector, fn, table._node, table._store, left)
+        return KStream(self._graph, self._graph.add(node, [self._node]))
 
     @staticmethod
     def _no_windows_for_table(operator: str, windows: Any, store_name: str | None) -> None:
@@ -463,6 +483,16 @@ class KTable:
         store = f"{name}-store" if name is not None else self._graph.store_name("KTABLE-SUPPRESS")
         self._graph.add(SuppressNode(processor, store, self._windows.grace_ms), [self._node])
         return KTable(self._graph, processor, self._windows)
+
+
+@dataclass(frozen=True)
+class GlobalKTable:
+    """A table kept whole by every task that joins it (``StreamsBuilder.global_table``): join it
+    with ``KStream.join / left_join(global_table, key_selector, joiner)``."""
+
+    _graph: GraphBuilder
+    _node: str
+    _store: str
 
 
 _TABLE_AGGREGATE_PREFIX = {

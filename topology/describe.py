@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from topology.nodes import Node, SinkNode, SourceNode
-from topology.split import SubTopology
+from topology.split import GlobalStoreGroup, SubTopology
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,19 @@ class SubtopologyDescription:
 
 
 @dataclass(frozen=True)
+class GlobalStoreDescription:
+    id: int
+    source: NodeDescription
+    processor: NodeDescription
+
+    def __str__(self) -> str:
+        return f"Sub-topology: {self.id} for global store (will not generate tasks)\n    {self.source}\n    {self.processor}\n"
+
+
+@dataclass(frozen=True)
 class TopologyDescription:
-    subtopologies: tuple[SubtopologyDescription, ...]
+    subtopologies: tuple[SubtopologyDescription | GlobalStoreDescription, ...]
+    """Sub-topologies and global stores, by id."""
 
     def __str__(self) -> str:
         return "Topologies:\n " + "".join(f"  {s}" for s in self.subtopologies)
@@ -57,6 +68,7 @@ def describe(
     parents: Mapping[str, tuple[str, ...]],
     children: Mapping[str, tuple[str, ...]],
     subtopologies: Sequence[SubTopology],
+    global_stores: Sequence[GlobalStoreGroup] = (),
 ) -> TopologyDescription:
     sizes: dict[str, int] = {}
 
@@ -88,4 +100,13 @@ def describe(
                 kind, detail = "Processor", _java_set(node.stores)
             described.append(NodeDescription(name, kind, detail, ordered(children[name]), predecessors(name)))
         result.append(SubtopologyDescription(sub.id, tuple(described)))
-    return TopologyDescription(tuple(result))
+    for group in global_stores:
+        source, processor = (n for n in group.nodes)  # Kafka's global store: one source, one processor
+        result.append(
+            GlobalStoreDescription(
+                group.id,
+                NodeDescription(source, "Source", _java_set(nodes[source].topics), (processor,), ()),
+                NodeDescription(processor, "Processor", _java_set(nodes[processor].stores), (), (source,)),
+            )
+        )
+    return TopologyDescription(tuple(sorted(result, key=lambda d: d.id)))

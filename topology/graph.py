@@ -14,7 +14,7 @@ from functools import cached_property
 from conf.errors import TopologyError
 from topology.describe import TopologyDescription, describe
 from topology.nodes import Node, NullKeyFilterNode, SinkNode, SourceNode, StoreSpec
-from topology.split import SubTopology, split_subtopologies
+from topology.split import GlobalStoreGroup, SubTopology, split_subtopologies
 
 __all__ = ["GraphBuilder", "SubTopology", "Topology"]
 
@@ -111,8 +111,20 @@ class Topology:
         return {name: tuple(kids) for name, kids in out.items()}
 
     @cached_property
-    def subtopologies(self) -> tuple[SubTopology, ...]:
+    def _split(self) -> tuple[tuple[SubTopology, ...], tuple[GlobalStoreGroup, ...]]:
         return split_subtopologies(self.nodes, self.parents)
+
+    @property
+    def subtopologies(self) -> tuple[SubTopology, ...]:
+        """The sub-topologies that run as tasks (global tables run inside their readers' tasks)."""
+        return self._split[0]
+
+    @property
+    def global_stores(self) -> tuple[GlobalStoreGroup, ...]:
+        return self._split[1]
+
+    def subtopology(self, sub_id: int) -> SubTopology:
+        return next(s for s in self.subtopologies if s.id == sub_id)
 
     @cached_property
     def stores(self) -> Mapping[str, StoreSpec]:
@@ -140,4 +152,4 @@ class Topology:
         return f"{application_id}-{topic}" if topic in self.internal_topics else topic
 
     def describe(self) -> TopologyDescription:
-        return describe(self.nodes, self.parents, self.children, self.subtopologies)
+        return describe(self.nodes, self.parents, self.children, self.subtopologies, self.global_stores)

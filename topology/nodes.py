@@ -45,6 +45,8 @@ class SourceNode(Node):
     value_type: Any = None
     """Expected Arrow types (Kafka's Consumed serdes): checked against the topic when the
     application starts."""
+    is_global: bool = False
+    """Feeds a global table: every task reading the table reads all of the topic's partitions."""
 
 
 @dataclass(frozen=True)
@@ -218,6 +220,23 @@ class StreamTableJoinNode(Node):
     @property
     def stores(self) -> tuple[str, ...]:
         return (self.store,)
+
+
+@dataclass(frozen=True)
+class StreamGlobalTableJoinNode(Node):
+    """``KStream.join / left_join(global_table, key_selector, joiner)``: each stream record looks
+    up ``key_selector(key, value)`` in the global table's store ``store`` (node ``table``). The
+    store belongs to the global table, which Kafka does not list among the join's stores."""
+
+    key_selector: UserFunction
+    joiner: UserFunction
+    table: str
+    store: str
+    left: bool = False
+
+    @property
+    def function(self) -> UserFunction:
+        return self.joiner
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ record that step found bad, which goes to the dead-letter topic. Every record ge
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,13 +39,23 @@ class SeenInputs:
         return sum(self.sizes)
 
     @classmethod
-    def order(cls, inputs: Mapping[str, pa.Table], topics: list[str]) -> SeenInputs:
-        """Number the records of ``topics`` (those present in ``inputs``) in PartitionGroup order."""
-        present = [t for t in topics if t in inputs]
+    def order(cls, inputs: Mapping[str, pa.Table], topics: list[str], first: Sequence[str] = ()) -> SeenInputs:
+        """Number the records of ``topics`` (those present in ``inputs``) in PartitionGroup order,
+        after those of the global tables' topics ``first`` (Kafka reads a global table before the
+        stream side)."""
+        seqs: dict[str, np.ndarray] = {}
+        start = 0
+        for topic in first:
+            if topic in inputs:
+                seqs[topic] = np.arange(start, start + inputs[topic].num_rows, dtype=np.int64)
+                start += inputs[topic].num_rows
+        present = [t for t in topics if t in inputs and t not in first]
         if len(present) == 1:  # one topic: offset order, nothing to interleave
-            return cls(seqs={present[0]: np.arange(inputs[present[0]].num_rows, dtype=np.int64)})
-        stamps = [inputs[t].column(TIMESTAMP).fill_null(-1).to_numpy(zero_copy_only=False) for t in present]
-        return cls(seqs=dict(zip(present, sequence_numbers(stamps), strict=True)))
+            seqs[present[0]] = np.arange(start, start + inputs[present[0]].num_rows, dtype=np.int64)
+        elif present:
+            stamps = [inputs[t].column(TIMESTAMP).fill_null(-1).to_numpy(zero_copy_only=False) for t in present]
+            seqs.update({t: numbers + start for t, numbers in zip(present, sequence_numbers(stamps), strict=True)})
+        return cls(seqs=seqs)
 
     def add(self, topic: str, records: pa.Table) -> np.ndarray:
         """Remember ``records``; returns their ``_seq``."""

@@ -36,15 +36,16 @@ def _upstream(topology: Topology, node: str) -> set[str]:
 def plan_task(topology: Topology, sub: SubTopology, build: BuildContext, *, entry: str | None = None) -> TaskPlan:
     """The task's plan. With ``entry``, the inputs are that node's output (an engine ran it and
     everything before it) and the operators start after it."""
+    nodes = sub.global_nodes + sub.nodes  # global tables first: they are read before the streams
     if entry is None:
-        sources = [n for n in sub.nodes if isinstance(topology.nodes[n], SourceNode)]
+        sources = [n for n in nodes if isinstance(topology.nodes[n], SourceNode)]
         inputs = tuple(TaskInput(n, topology.nodes[n].topics) for n in sources)
         done = set(sources)
     else:
         inputs = (TaskInput(entry, sub.source_topics),)
         done = _upstream(topology, entry)
     operators = []
-    for name in sub.nodes:
+    for name in nodes:
         if name in done:
             continue
         node = topology.nodes[name]

@@ -8,18 +8,19 @@ record-at-a-time processing of the same records gives.
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from sinks.serde import key_bytes
+from sinks.serde import json_bytes, key_bytes
 from streams._internal.processing.flow import Flow
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _typed
-from streams._internal.processing.table import AT_END, AT_START, table_chain, table_getter
+from streams._internal.processing.table import AT_END, AT_START, decode_row, table_chain, table_getter
 from topology.functions import UserFunction
-from topology.nodes import JoinKind, StreamTableJoinNode, TableMergeNode, TableTableJoinNode
+from topology.nodes import JoinKind, StreamGlobalTableJoinNode, StreamTableJoinNode, TableMergeNode, TableTableJoinNode
 from topology.records import KEY, TIMESTAMP, VALUE
 
 
@@ -75,19 +76,88 @@ class StreamTableJoinOperator(Operator, node=StreamTableJoinNode):
             matched = np.fromiter((v is not None for v in table_values), dtype=bool, count=len(table_values))
             flow = flow.filter(matched)
             table_values = [v for v in table_values if v is not None]
-        return self._join(flow, table_values, context)
+        return _join_each(self.name, self.node.joiner, flow, table_values, context)
 
-    def _join(self, flow: Flow, table_values: list[Any], context: ProcessContext) -> Flow:
+
+def _join_each(node: str, joiner: UserFunction, flow: Flow, table_values: list[Any], context: ProcessContext) -> Flow:
+    """``flow`` with each value replaced by ``joiner(value, table_value)``."""
+    keys, values, seqs = flow.keys(), flow.values(), flow.seqs
+    results: list[Any] = [None] * len(flow)
+    ok = np.ones(len(flow), dtype=bool)
+    for i, (k, v, t) in enumerate(zip(keys, values, table_values, strict=True)):
+        ok[i], results[i] = _call_joiner(joiner, k, v, t, seqs[i], node, context)
+    array, fits = _typed(node, results, None, flow, context.bad, "value")
+    out = flow.replace(values=array)
+    out._keys, out._values = flow._keys, results
+    ok &= fits
+    return out if ok.all() else out.filter(ok)
+
+
+def _candidate_keys(key: Any) -> list[bytes]:
+    """The serializations a selected key may have in a table: a Python int is an int64 or an
+    int32 key depending on the table's topic, which the join does not know."""
+    if isinstance(key, str):
+        return [key.encode()]
+    if isinstance(key, bytes):
+        return [key]
+    if isinstance(key, bool):
+        return [b"\x01" if key else b"\x00"]
+    if isinstance(key, int):
+        out = [struct.pack(">q", key)] if -(2**63) <= key < 2**63 else []
+        return out + ([struct.pack(">i", key)] if -(2**31) <= key < 2**31 else [])
+    if isinstance(key, float):
+        return [struct.pack(">d", key), struct.pack(">f", key)]
+    return [json_bytes(key)]
+
+
+class StreamGlobalTableJoinOperator(Operator, node=StreamGlobalTableJoinNode):
+    """Kafka's KStreamGlobalKTableJoin: each record looks up ``key_selector(key, value)`` in the
+    global table. A null value, or a selected key of None, skips the record (counted as dropped),
+    except that a left join joins a record with a null key and a None selected key with nothing
+    (Kafka 3.7+). The table has applied the whole
+    batch's updates before any stream record (the task reads global tables first)."""
+
+    node: StreamGlobalTableJoinNode
+
+    def __init__(self, node: StreamGlobalTableJoinNode, parents: tuple[str, ...], build: BuildContext) -> None:
+        super().__init__(node, parents, build)
+        self.store = build.stores[node.store]
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        values_column = flow.table.column(VALUE)
+        if values_column.null_count:
+            context.drop(values_column.null_count)
+            flow = flow.filter(np.asarray(values_column.is_valid()))
+        if not len(flow):
+            return flow
+        selector = self.node.key_selector
         keys, values, seqs = flow.keys(), flow.values(), flow.seqs
-        results: list[Any] = [None] * len(flow)
-        ok = np.ones(len(flow), dtype=bool)
-        for i, (k, v, t) in enumerate(zip(keys, values, table_values, strict=True)):
-            ok[i], results[i] = _call_joiner(self.node.joiner, k, v, t, seqs[i], self.name, context)
-        array, fits = _typed(self.name, results, None, flow, context.bad, "value")
-        out = flow.replace(values=array)
-        out._keys, out._values = flow._keys, results
-        ok &= fits
-        return out if ok.all() else out.filter(ok)
+        kept = np.ones(len(flow), dtype=bool)
+        selected: list[Any] = [None] * len(flow)
+        for i, (key, value) in enumerate(zip(keys, values, strict=True)):
+            try:
+                selected[i] = selector.fn(key, value)
+            except Exception as e:  # noqa: BLE001 - any user error goes to the dead letters
+                context.bad.reject(seqs[i], self.name, f"{selector.describe()} raised {type(e).__name__}: {e}", key, value, error=e)
+                kept[i] = False
+        # Kafka skips a record whose selected key is None, except, in a left join, a record
+        # whose own key is None (it joins nothing).
+        spared = self.node.left
+        missing = np.fromiter((k is None and not (spared and rk is None) for k, rk in zip(selected, keys, strict=True)), dtype=bool, count=len(selected)) & kept
+        context.drop(int(missing.sum()))
+        kept &= ~missing
+        if not kept.all():
+            flow, selected = flow.filter(kept), [k for k, keep in zip(selected, kept, strict=True) if keep]
+        candidates = [[] if k is None else _candidate_keys(k) for k in selected]
+        found = iter(self.store.get_many([c for cs in candidates for c in cs]))
+        table_values: list[Any] = []
+        for cs in candidates:
+            rows = [decode_row(next(found)) for _ in cs]
+            table_values.append(next((row[0] for row in rows if row is not None), None))
+        if not self.node.left:
+            matched = np.fromiter((v is not None for v in table_values), dtype=bool, count=len(table_values))
+            flow, table_values = flow.filter(matched), [v for v in table_values if v is not None]
+        return _join_each(self.name, self.node.joiner, flow, table_values, context)
 
 
 class TableTableJoinOperator(Operator, node=TableTableJoinNode):

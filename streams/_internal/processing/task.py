@@ -100,7 +100,7 @@ class TaskProcessor:
         """Run one batch: ``inputs`` maps each source topic (logical name) to its records in
         record form (``partition``, ``offset``, ``timestamp``, ``key``, ``value``), offset order."""
         context = ProcessContext(BadRecords(self.fail_on_bad_record, str(self.task_id)))
-        seen = SeenInputs.order(inputs, [t for task_input in self.inputs for t in task_input.topics])
+        seen = SeenInputs.order(inputs, [t for task_input in self.inputs for t in task_input.topics], self.subtopology.global_topics)
         flows: dict[str, Flow] = {task_input.after: task_input.read(inputs, seen, context.bad) for task_input in self.inputs}
         for operator in self.operators:
             flows[operator.name] = operator.process(concat_flows([flows[p] for p in operator.parents]), context)

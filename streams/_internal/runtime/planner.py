@@ -60,7 +60,7 @@ class Planner:
     def _level(self, sub: SubTopology) -> int:
         if sub.id not in self.levels:
             upstream = [self.writer_of[t] for t in sub.source_topics if t in self.writer_of]
-            self.levels[sub.id] = 1 + max((self._level(self.topology.subtopologies[u]) for u in upstream), default=-1)
+            self.levels[sub.id] = 1 + max((self._level(self.topology.subtopology(u)) for u in upstream), default=-1)
         return self.levels[sub.id]
 
     def plan(self, batch_id: int, latest: Mapping[str, int], positions) -> TriggerPlan:
@@ -75,7 +75,12 @@ class Planner:
             files: dict[str, list[DataFile]] = {}
             for topic in sub.source_topics:
                 start = positions(sub.id, topic)
-                if topic not in self.writer_of:  # an input topic: whole versions, bounded
+                if topic in sub.global_topics:  # a global table: everything, before the streams
+                    end = latest.get(topic, start)
+                    added = files_added(self.registry.uri(topic), start, end) if end > start else []
+                    if added:
+                        files[topic] = added
+                elif topic not in self.writer_of:  # an input topic: whole versions, bounded
                     end, added = self.inputs.bounded(topic, start, latest.get(topic, start))
                     if added:
                         files[topic] = added
@@ -104,9 +109,9 @@ class Planner:
         tasks = []
         for partition in range(registry.tasks(sub)):
             task_inputs = tuple(
-                InputFiles(topic, registry.uri(topic), registry.layout(topic), tuple(f for f in topic_files if f.partition == partition))
+                InputFiles(topic, registry.uri(topic), registry.layout(topic), tuple(f for f in topic_files if f.partition == partition or topic in sub.global_topics))
                 for topic, topic_files in files.items()
-                if any(f.partition == partition for f in topic_files)
+                if topic in sub.global_topics or any(f.partition == partition for f in topic_files)
             )
             positions = {
                 store: ChangelogPosition(

@@ -58,7 +58,9 @@ class TopicRegistry:
     # -- partition counts ----------------------------------------------------------------------
 
     def tasks(self, sub: SubTopology) -> int:
-        return max(self.partitions(topic) for topic in sub.source_topics)
+        """One task per partition of its (co-partitioned) inputs; a global table's topic reads
+        whole in every task, so its partitions do not count."""
+        return max(self.partitions(topic) for topic in sub.source_topics if topic not in sub.global_topics)
 
     def partitions(self, logical: str) -> int:
         if logical in self._entries:

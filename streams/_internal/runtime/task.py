@@ -82,7 +82,7 @@ class TaskExecutor:
             topology = plan.shipped.load()
             processor = TaskProcessor(
                 topology,
-                topology.subtopologies[task.subtopology],
+                topology.subtopology(task.subtopology),
                 task.partition,
                 opened,
                 caching=settings.caching,
