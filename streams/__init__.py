@@ -21,13 +21,16 @@ from conf.errors import (
     TopologyError,
 )
 from streams.builder import StreamsBuilder
-from streams.dsl import GlobalKTable, KGroupedStream, KStream, KTable, TimeWindowedKStream
+from streams.dsl import BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable, TimeWindowedKStream
+from streams.options import Branched, Printed
 from streams.testing import TestRecord, TopologyTestDriver
 from streams.windows import JoinWindows, Suppressed, TimeWindows
 from topology.graph import Topology
 from topology.records import Windowed
 
 __all__ = [
+    "Branched",
+    "BranchedKStream",
     "ConfigError",
     "DeltaStreamsError",
     "GlobalKTable",
@@ -35,6 +38,7 @@ __all__ = [
     "KGroupedStream",
     "KStream",
     "KTable",
+    "Printed",
     "ProcessingError",
     "ProducerFencedError",
     "RecordError",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conf.errors import TopologyError
+from streams.options import Branched, Printed
 from streams.windows import JoinWindows, Suppressed, TimeWindows
 from topology.functions import FunctionKind, check_callable, joiner_function, user_function
 from topology.graph import GraphBuilder
@@ -19,12 +20,17 @@ from topology.nodes import (
     AggregateNode,
     Aggregation,
     AggregationKind,
+    BranchChildNode,
+    BranchNode,
     FilterNode,
     FlatMapNode,
+    FlatMapValuesNode,
+    ForeachNode,
     MapNode,
     MergeNode,
     MapValuesNode,
     PeekNode,
+    PrintNode,
     SelectKeyNode,
     SinkNode,
     JoinKind,
@@ -108,6 +114,48 @@ class KStream:
         """New key: ``mapper(key, value)`` or a Column. Changes the key."""
         fn = user_function(mapper, operator="select_key")
         return self._then(SelectKeyNode(self._name(name, "KSTREAM-KEY-SELECT"), fn), changes_key=True)
+
+    def flat_map_values(self, mapper: Callable[..., Any], *, name: str | None = None) -> KStream:
+        """Zero or more values per record, each keeping the key: ``mapper(value)`` or
+        ``mapper(key, value)`` returns an iterable of values."""
+        fn = user_function(mapper, operator="flat_map_values", value_only_allowed=True)
+        if fn.kind is not FunctionKind.PYTHON:
+            raise TopologyError("flat_map_values() takes a Python callable; expressions are not supported", node="flat_map_values")
+        return self._then(FlatMapValuesNode(self._name(name, "KSTREAM-FLATMAPVALUES"), fn))
+
+    def merge(self, other: KStream, *, name: str | None = None) -> KStream:
+        """The records of both streams, in the task's order (both read in one sub-topology). A
+        later grouping repartitions if either stream's key had changed."""
+        if not isinstance(other, KStream) or other._graph is not self._graph:
+            raise TopologyError(f"merge() takes another KStream of the same StreamsBuilder, got {other!r}", node="merge")
+        node = self._graph.add(MergeNode(self._name(name, "KSTREAM-MERGE")), [self._node, other._node])
+        return KStream(self._graph, node, self._repartition_required or other._repartition_required)
+
+    def split(self, *, name: str | None = None) -> BranchedKStream:
+        """Route each record to the first branch whose predicate holds:
+        ``split(name="p-").branch(pred, Branched.with_name("a")).default_branch()`` returns
+        ``{"p-a": KStream, "p-0": KStream}`` (unnamed branches are named by position from 1, the
+        default branch ``0``, after the split's name, which defaults to the processor's)."""
+        splitter = self._name(name, "KSTREAM-BRANCH")
+        self._graph.add(BranchNode(splitter), [self._node])
+        return BranchedKStream(self, splitter)
+
+    def foreach(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> None:
+        """Call ``action(key, value)`` for every record (a terminal step)."""
+        fn = user_function(action, operator="foreach")
+        if fn.kind is not FunctionKind.PYTHON:
+            raise TopologyError("foreach() takes a Python callable", node="foreach")
+        self._graph.add(ForeachNode(self._name(name, "KSTREAM-FOREACH"), fn), [self._node])
+
+    def print(self, printed: Printed | None = None) -> None:
+        """Print every record, ``[label]: key, value``: ``Printed.to_sysout()`` (the default) or
+        ``Printed.to_file(path)``, ``.with_label(...)``, ``.with_key_value_mapper(...)``."""
+        printed = printed if printed is not None else Printed.to_sysout()
+        if not isinstance(printed, Printed):
+            raise TopologyError(f"print() takes Printed.to_sysout() or Printed.to_file(path), got {printed!r}", node="print")
+        processor = self._name(printed.name, "KSTREAM-PRINTER")
+        mapper = user_function(printed.mapper, operator="print") if printed.mapper is not None else None
+        self._graph.add(PrintNode(processor, printed.label if printed.label is not None else processor, mapper, printed.path), [self._node])
 
     def peek(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> KStream:
         """Call ``action(key, value)`` for every record (side effects only)."""
@@ -298,6 +346,66 @@ class KStream:
 
     def windowed_by(self, *args: Any, **kwargs: Any) -> Any:
         raise self._needs_grouping("windowed_by")
+
+
+class BranchedKStream:
+    """The branches of ``KStream.split()``, added one by one (Kafka's BranchedKStream)."""
+
+    def __init__(self, stream: KStream, splitter: str) -> None:
+        self._stream = stream
+        self._splitter = splitter
+        self._branches: dict[str, KStream] = {}
+        self._closed = False
+
+    def branch(self, predicate: Callable[[Any, Any], bool], branched: Branched | None = None) -> BranchedKStream:
+        """Records not taken by an earlier branch for which ``predicate(key, value)`` holds."""
+        fn = user_function(predicate, operator="branch")
+        if fn.kind is not FunctionKind.PYTHON:
+            raise TopologyError("branch() takes a Python callable predicate(key, value)", node="branch")
+        node = self._node()
+        self._graph.replace(BranchNode(node.name, (*node.predicates, fn), node.branches))
+        self._add(branched, len(node.predicates) + 1)  # Kafka names branches by position from 1
+        return self
+
+    def default_branch(self, branched: Branched | None = None) -> dict[str, KStream]:
+        """Records no predicate took; returns the map of branches."""
+        self._add(branched, 0)
+        self._closed = True
+        return dict(self._branches)
+
+    def no_default_branch(self) -> dict[str, KStream]:
+        """Records no predicate took are dropped; returns the map of branches."""
+        self._closed = True
+        return dict(self._branches)
+
+    @property
+    def _graph(self) -> GraphBuilder:
+        return self._stream._graph
+
+    def _node(self) -> BranchNode:
+        if self._closed:
+            raise TopologyError("split(): no branch can follow default_branch() or no_default_branch()", node=self._splitter)
+        return self._graph.node(self._splitter)
+
+    def _add(self, branched: Branched | None, index: int) -> None:
+        branched = branched if branched is not None else Branched()
+        if not isinstance(branched, Branched):
+            raise TopologyError(f"branch() takes Branched.with_name(...) / with_function / with_consumer, got {branched!r}", node="branch")
+        node = self._node()
+        child = f"{self._splitter}{branched.name if branched.name is not None else index}"
+        self._graph.processor_name(child)  # Kafka takes a counter value for every branch
+        position = len(node.branches)
+        self._graph.replace(BranchNode(node.name, node.predicates, (*node.branches, child)))
+        self._graph.add(BranchChildNode(child, self._splitter, position), [self._splitter])
+        stream = KStream(self._graph, child, self._stream._repartition_required)
+        if branched.function is not None:
+            result = branched.function(stream)
+            if result is not None:
+                self._branches[child] = result
+        elif branched.consumer is not None:
+            branched.consumer(stream)
+        else:
+            self._branches[child] = stream
 
 
 @dataclass(frozen=True)

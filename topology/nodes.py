@@ -118,6 +118,55 @@ class PeekNode(Node):
         return self.action
 
 
+@dataclass(frozen=True)
+class FlatMapValuesNode(Node):
+    mapper: UserFunction
+
+    @property
+    def function(self) -> UserFunction:
+        return self.mapper
+
+
+@dataclass(frozen=True)
+class ForeachNode(Node):
+    """``foreach(action)``: calls ``action(key, value)`` per record; a terminal step."""
+
+    action: UserFunction
+
+    @property
+    def function(self) -> UserFunction:
+        return self.action
+
+
+@dataclass(frozen=True)
+class PrintNode(Node):
+    """``print(Printed...)``: Kafka's KStreamPrint, ``[label]: <mapper(key, value)>`` per record to
+    standard output (of the process running the task) or a file."""
+
+    label: str
+    mapper: UserFunction | None = None
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class BranchNode(Node):
+    """Kafka's KSTREAM-BRANCH: each record goes to the first branch whose predicate it satisfies,
+    else to the default branch if there is one (the last of ``branches``)."""
+
+    predicates: tuple[UserFunction, ...] = ()
+    branches: tuple[str, ...] = ()
+    """The branch nodes, in predicate order, then the default branch's, if any."""
+
+
+@dataclass(frozen=True)
+class BranchChildNode(Node):
+    """One branch of a :class:`BranchNode` (Kafka's PassThrough child): its ``index`` in the
+    branch node's ``branches``."""
+
+    branch: str
+    index: int
+
+
 class AggregationKind(Enum):
     COUNT = "count"
     REDUCE = "reduce"

@@ -8,6 +8,8 @@ dead-letter topic, or failing the job); the other records go on.
 
 from __future__ import annotations
 
+import sys
+
 from typing import Any
 
 import numpy as np
@@ -20,10 +22,13 @@ from topology.functions import UserFunction
 from topology.nodes import (
     FilterNode,
     FlatMapNode,
+    FlatMapValuesNode,
+    ForeachNode,
     MapNode,
     MapValuesNode,
     NullKeyFilterNode,
     PeekNode,
+    PrintNode,
     SelectKeyNode,
     SinkNode,
     ToStreamNode,
@@ -270,3 +275,66 @@ class FlatMapOperator(Operator, node=FlatMapNode):
                 new_keys.append(k)
                 new_values.append(v)
         return _rebuild(self.name, flow, np.asarray(rows, dtype=np.int64), new_keys, new_values, bad)
+
+
+class FlatMapValuesOperator(Operator, node=FlatMapValuesNode):
+    """Zero or more values per record, each keeping the record's key (and window)."""
+
+    node: FlatMapValuesNode
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        mapper, bad = self.node.mapper, context.bad
+        results, ok = _call_each(self.name, mapper, flow, bad)
+        seqs, keys, values = flow.seqs, flow.keys(), flow.values()
+        rows, new_values = [], []
+        for i in np.flatnonzero(ok):
+            try:
+                produced = list(results[i] if results[i] is not None else ())
+            except TypeError as e:
+                bad.reject(seqs[i], self.name, f"{mapper.describe()} must return an iterable of values, got {results[i]!r}", keys[i], values[i], error=e)
+                continue
+            rows += [i] * len(produced)
+            new_values += produced
+        child = flow.take(np.asarray(rows, dtype=np.int64))
+        array, fits = _typed(self.name, new_values, None, child, bad, "value")
+        out = child.replace(values=array)
+        out._keys, out._values = child._keys, new_values
+        return out if fits.all() else out.filter(fits)
+
+
+class ForeachOperator(Operator, node=ForeachNode):
+    """Calls the action per record, in order; forwards nothing (a terminal step)."""
+
+    node: ForeachNode
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        _call_each(self.name, self.node.action, flow, context.bad)
+        return flow.take(np.zeros(0, dtype=np.int64))
+
+
+def _java_text(value: Any) -> str:
+    return "null" if value is None else str(value)
+
+
+class PrintOperator(Operator, node=PrintNode):
+    """Kafka's KStreamPrint: ``[label]: key, value`` (or ``[label]: mapper(key, value)``) per record,
+    flushed per batch."""
+
+    node: PrintNode
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        if not len(flow):
+            return flow
+        mapper = self.node.mapper
+        if mapper is None:
+            texts, ok = [f"{_java_text(k)}, {_java_text(v)}" for k, v in zip(flow.keys(), flow.values(), strict=True)], None
+        else:
+            texts, ok = _call_each(self.name, mapper, flow, context.bad)
+        lines = "".join(f"[{self.node.label}]: {_java_text(t)}\n" for i, t in enumerate(texts) if ok is None or ok[i])
+        if self.node.path is None:
+            sys.stdout.write(lines)
+            sys.stdout.flush()
+        else:
+            with open(self.node.path, "a", encoding="utf-8") as out:
+                out.write(lines)
+        return flow.take(np.zeros(0, dtype=np.int64))

@@ -31,7 +31,7 @@ from conf.errors import ProcessingError
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _typed
-from topology.nodes import JoinKind, JoinWindowsSpec, MergeNode, StreamJoinWindowNode, StreamStreamJoinNode
+from topology.nodes import JoinKind, JoinWindowsSpec, StreamJoinWindowNode, StreamStreamJoinNode
 from topology.records import KEY, TIMESTAMP, VALUE
 
 _LONG_MAX = 2**63 - 1
@@ -281,10 +281,3 @@ class StreamStreamJoinOperator(Operator, node=StreamStreamJoinNode):
         out = shaped.replace(values=values)
         out._keys, out._values = results.keys, results.values
         return out if fits.all() else out.filter(fits)
-
-
-class MergeOperator(Operator, node=MergeNode):
-    """Its parents' records, already merged in the task's order (``_seq``)."""
-
-    def process(self, flow: Flow, context: ProcessContext) -> Flow:
-        return flow
