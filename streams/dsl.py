@@ -298,11 +298,6 @@ class KStream:
         operator = "left_join" if left else "join"
         if not isinstance(table, KTable):
             raise TopologyError(f"{operator}() joins a KTable (builder.table(...) or to_table()), got {table!r}", node=operator)
-        if table._source is None:
-            raise TopologyError(
-                f"{operator}(): joining the table of an aggregation is not supported yet; join a table from builder.table() or to_table()",
-                node=operator,
-            )
         fn = joiner_function(joiner, operator=operator)
         parent = self._node
         if self._repartition_required:
@@ -488,7 +483,20 @@ class KTable:
     _source: str | None = None
 
     def _materialize(self) -> str:
-        """Make the source keep its table in a store (something reads it by key); its name."""
+        """The store something reading this table by key reads: a source is made to keep one;
+        an aggregation always has one (not a windowed one: its keys are windowed)."""
+        if self._source is None:
+            name = self._node
+            while isinstance(self._graph.node(name), (TableFilterNode, TableMapValuesNode)):
+                (name,) = self._graph.parents(name)
+            root = self._graph.node(name)
+            if not isinstance(root, (AggregateNode, TableAggregateNode)) or getattr(root, "windows", None) is not None:
+                raise TopologyError(
+                    f"{name}: this table cannot be read by key (joined or re-grouped): only tables from builder.table(), "
+                    "to_table(), a non-windowed aggregation, or a table-table join's inputs can",
+                    node=name,
+                )
+            return root.store
         node = self._graph.node(self._source)
         if node.store is None:
             node = TableSourceNode(node.name, node.store_name, store=node.store_name)
@@ -527,12 +535,10 @@ class KTable:
         """Re-group the table's rows: ``selector(key, value) -> (new_key, new_value)``. Aggregating
         the groups subtracts a row's old value from its old group and adds its new value to its
         new group whenever the row changes (Kafka's change pairs, through a repartition topic)."""
-        if self._source is None:
-            raise TopologyError("KTable.group_by(): re-grouping the table of an aggregation is not supported yet; group a table from builder.table() or to_table()", node="group_by")
         check_callable(selector, operator="group_by", what="selector(key, value) -> (key, value)", arguments=2)
         fn = user_function(selector, operator="group_by")
         select = _named(self._graph, name, "KTABLE-SELECT")
-        self._materialize()  # the old values come from the source's store
+        self._materialize()  # the old values come from the table's store
         node = self._graph.add(TableSelectNode(select, fn), [self._node])
         return KGroupedTable(self._graph, node, name)
 
@@ -556,11 +562,6 @@ class KTable:
         operator = {JoinKind.INNER: "join", JoinKind.LEFT: "left_join", JoinKind.OUTER: "outer_join"}[kind]
         if not isinstance(other, KTable):
             raise TopologyError(f"KTable.{operator}() joins another KTable, got {other!r}", node=operator)
-        if self._source is None or other._source is None:
-            raise TopologyError(
-                f"KTable.{operator}(): joining the table of an aggregation is not supported yet; join tables from builder.table() or to_table()",
-                node=operator,
-            )
         fn = joiner_function(joiner, operator=operator)
         # Kafka's counter order: the merge node, then this side, then the other side.
         merge = _named(self._graph, name, "KTABLE-MERGE")

@@ -42,6 +42,15 @@ class GraphBuilder:
         for parent in parents:
             if isinstance(self._nodes[parent], SinkNode):
                 raise TopologyError(f"'{node.name}' cannot follow sink '{parent}'", node=node.name)
+        if isinstance(node, SourceNode):
+            for other in self._nodes.values():
+                shared = set(node.topics) & set(getattr(other, "topics", ()))
+                if isinstance(other, SourceNode) and shared:
+                    raise TopologyError(
+                        f"topic '{sorted(shared)[0]}' is already read by source '{other.name}': a topic feeds one source, "
+                        "as in Kafka; reuse the stream (or table) that source made",
+                        node=node.name,
+                    )
         self._nodes[node.name] = node
         self._parents[node.name] = tuple(parents)
         return node.name
@@ -82,6 +91,9 @@ class GraphBuilder:
 
     def node(self, name: str) -> Node:
         return self._nodes[name]
+
+    def parents(self, name: str) -> tuple[str, ...]:
+        return self._parents[name]
 
     def replace(self, node: Node) -> None:
         """Swap a node for an updated spec of itself (same name, same edges)."""

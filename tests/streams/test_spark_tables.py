@@ -8,6 +8,7 @@ place (neither side finds the other), as we read Kafka's code; this implementati
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import pyarrow as pa
 import pytest
@@ -91,3 +92,34 @@ def test_a_regrouped_table_counts_its_final_rows_per_group(spark, tmp_path):
     output = Topic.open(root, "regions").read().sort_by([("partition", "ascending"), ("offset", "ascending")])
     latest = dict(zip(output["key"].to_pylist(), output["value"].to_pylist(), strict=True))
     assert latest == expected
+
+
+def test_aggregated_tables_joined_and_regrouped_end_in_the_final_aggregates(spark, tmp_path):
+    # A count and a sum of the same clicks joined table-table, and the count re-grouped into a
+    # histogram (users per count): the last row per key is the final aggregates'.
+    root, rng = str(tmp_path), random.Random(8)
+    create_topic(root, "clicks", partitions=2, key_type=pa.string(), value_type=pa.int64())
+    builder = StreamsBuilder()
+    clicks = builder.stream("clicks")
+    counts = clicks.group_by_key().count(name="click-counts")
+    sums = clicks.group_by_key().reduce(lambda total, value: total + value, name="click-sums")
+    counts.join(sums, lambda count, total: f"{count}/{total}").to_stream().to("count-and-sum")
+    counts.group_by(lambda user, count: (count, user), name="by-count").count(name="users-per-count").to_stream().to("histogram")
+    config = StreamsConfig.load({"application_id": "aggregated", "root": root, "commit_interval_ms": 100, "max_records_per_batch": 90})
+    rows = []
+    for _ in range(2):
+        batch = [(f"u{rng.randrange(40)}", rng.randrange(1, 9)) for _ in range(300)]
+        Topic.open(root, "clicks").append(pa.table({"key": [k for k, _ in batch], "value": pa.array([v for _, v in batch], pa.int64()), "timestamp": pa.array(range(300), pa.int64())}))
+        rows += batch
+        StreamsApp(builder.build(), config, spark=spark).run(until_caught_up=True, timeout_s=240)
+    counts_by_user, sums_by_user = Counter(k for k, _ in rows), Counter()
+    for key, value in rows:
+        sums_by_user[key] += value
+
+    def latest(topic):
+        output = Topic.open(root, topic).read().sort_by([("partition", "ascending"), ("offset", "ascending")])
+        last = dict(zip(output["key"].to_pylist(), output["value"].to_pylist(), strict=True))
+        return {k: v for k, v in last.items() if v}
+
+    assert latest("count-and-sum") == {k: f"{counts_by_user[k]}/{sums_by_user[k]}" for k in counts_by_user}
+    assert latest("histogram") == dict(Counter(counts_by_user.values()))

@@ -31,6 +31,7 @@ from sinks.serde import key_bytes, key_bytes_of
 from state import ReadOnlyKeyValueStore, ReadOnlyWindowStore, TimeKeyedStore
 from streams._internal.processing.flow import BadRecords, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from streams._internal.processing.table import BatchChanges, turn
 from streams._internal.processing.windowing import assign_windows, segmented_running_max
 from topology.nodes import AggregateNode, AggregationKind
 from topology.records import KEY, VALUE
@@ -62,6 +63,8 @@ class AggregateOperator(Operator, node=AggregateNode):
         self.caching = build.caching
         self.kv = build.stores[node.store]
         self.window_store = TimeKeyedStore(self.kv) if node.windows is not None else None
+        self.table_changes = build.table_changes
+        self.rank = build.ranks.get(node.name, 0)
 
     @property
     def windowed(self) -> bool:
@@ -104,7 +107,16 @@ class AggregateOperator(Operator, node=AggregateNode):
 
     # -- processing ---------------------------------------------------------------------------
 
+    def _changes(self) -> BatchChanges | None:
+        """Where to log this batch's updates, record by record, if something reads the table by
+        key (a join, a re-grouping; see :mod:`streams._internal.processing.table`)."""
+        changes = None if self.windowed else self.table_changes.get(self.node.store)
+        if changes is not None:
+            changes.clear()
+        return changes
+
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        changes = self._changes()
         keys = flow.table.column(KEY)
         if keys.null_count:
             null = np.asarray(keys.is_null())
@@ -136,12 +148,13 @@ class AggregateOperator(Operator, node=AggregateNode):
 
         kept = ~late
         pairs = self._group(record[kept], start[kept], end[kept], key_index, distinct_bytes)
-        previous = [self._decode(raw) for raw in self._get_many(pairs.store_keys)]
+        stored = self._get_many(pairs.store_keys)
+        previous = [self._decode(raw) for raw in stored]
 
         if self.node.aggregation.kind is AggregationKind.COUNT:
-            revisions = self._count(flow, pairs, previous, key_index, distinct_keys)
+            revisions = self._count(flow, pairs, previous, key_index, distinct_keys, _Log(changes, stored, pairs, self.rank))
         else:
-            revisions = self._fold(flow, pairs, previous, key_index, distinct_keys, context.bad)
+            revisions = self._fold(flow, pairs, previous, key_index, distinct_keys, context.bad, _Log(changes, stored, pairs, self.rank))
 
         dropped = int(late.sum())
         if dropped:
@@ -181,7 +194,7 @@ class AggregateOperator(Operator, node=AggregateNode):
         table = pa.table(columns + [keys, values], schema=flow_schema(distinct_keys.type, values.type, self.windowed))
         return Flow(table, self.windowed)
 
-    def _count(self, flow, pairs: _Pairs, previous, key_index, distinct_keys) -> Flow:
+    def _count(self, flow, pairs: _Pairs, previous, key_index, distinct_keys, log: _Log) -> Flow:
         groups = len(pairs.group_first)
         if groups == 0:
             return Flow.empty(distinct_keys.type, pa.int64(), self.windowed)
@@ -196,12 +209,8 @@ class AggregateOperator(Operator, node=AggregateNode):
         for g in range(groups):
             self._put(pairs.store_keys[g], _COUNT.pack(int(new_count[g]), int(new_ts[g])))
 
-        if self.caching:
-            last = np.zeros(groups, dtype=np.int64)
-            np.maximum.at(last, pairs.group, np.arange(len(pairs.group)))
-            order = np.argsort(last, kind="stable")
-            rows = last[order]
-            return self._revisions(flow, pairs, rows, pa.array(new_count[order]), new_ts[order], key_index, distinct_keys)
+        if self.caching and log.changes is None:
+            return self._last_counts(flow, pairs, new_count, new_ts, key_index, distinct_keys)
 
         order = np.argsort(pairs.group, kind="stable")
         sorted_groups = pairs.group[order]
@@ -214,10 +223,22 @@ class AggregateOperator(Operator, node=AggregateNode):
         running_ts[order] = segmented_running_max(pair_ts[order], sorted_groups)
         counts = prev_count[pairs.group] + running_count
         stamps = np.maximum(running_ts, prev_ts[pairs.group])
+        if log.changes is not None:
+            for j in range(len(pairs.group)):
+                log.record(j, int(flow.seqs[pairs.record[j]]), _COUNT.pack(int(counts[j]), int(stamps[j])))
+        if self.caching:
+            return self._last_counts(flow, pairs, new_count, new_ts, key_index, distinct_keys)
         rows = np.arange(len(pairs.group))
         return self._revisions(flow, pairs, rows, pa.array(counts), stamps, key_index, distinct_keys)
 
-    def _fold(self, flow, pairs: _Pairs, previous, key_index, distinct_keys, bad: BadRecords) -> Flow:
+    def _last_counts(self, flow, pairs: _Pairs, new_count, new_ts, key_index, distinct_keys) -> Flow:
+        """Kafka's cache: the last revision per group, in the order groups were last updated."""
+        last = np.zeros(len(pairs.group_first), dtype=np.int64)
+        np.maximum.at(last, pairs.group, np.arange(len(pairs.group)))
+        order = np.argsort(last, kind="stable")
+        return self._revisions(flow, pairs, last[order], pa.array(new_count[order]), new_ts[order], key_index, distinct_keys)
+
+    def _fold(self, flow, pairs: _Pairs, previous, key_index, distinct_keys, bad: BadRecords, log: _Log) -> Flow:
         aggregation = self.node.aggregation
         reduce = aggregation.kind is AggregationKind.REDUCE
         keys_py = distinct_keys.to_pylist()
@@ -251,6 +272,8 @@ class AggregateOperator(Operator, node=AggregateNode):
             stamps[g] = max(stamps[g], int(timestamps[r])) if present[g] else int(timestamps[r])
             state[g], present[g] = new, new is not None
             touched_at[g] = j
+            if log.changes is not None:
+                log.record(j, int(seqs[r]), None if new is None else self._encode(new, stamps[g]))
             if not self.caching:
                 emitted_rows.append(j)
                 emitted_values.append(new)
@@ -276,6 +299,20 @@ class AggregateOperator(Operator, node=AggregateNode):
         store.stream_time = stream_time
         horizon = stream_time - self.windows.size_ms - self.windows.grace_ms
         store.take_up_to(horizon)
+
+
+class _Log:
+    """Records an aggregation's updates in its table's batch changes, if anything reads them."""
+
+    def __init__(self, changes: BatchChanges | None, stored: list[bytes | None], pairs: _Pairs, rank: int) -> None:
+        self.changes = changes
+        self.stored = stored
+        self.pairs = pairs
+        self.rank = rank
+
+    def record(self, pair: int, seq: int, value: bytes | None) -> None:
+        group = self.pairs.group[pair]
+        self.changes.record(self.pairs.store_keys[group], self.stored[group], turn(seq, self.rank), value)
 
 
 class _KeyValueView:

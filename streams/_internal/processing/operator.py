@@ -38,6 +38,9 @@ class BuildContext:
     table_changes: dict[str, Any] = field(default_factory=dict)
     """Per table store, the changes its source applied in the current batch, shared with the
     joins that read it (:class:`streams._internal.processing.table.BatchChanges`)."""
+    ranks: dict[str, int] = field(default_factory=dict)
+    """Each node's place in the depth-first walk of a record through the sub-topology (Kafka's
+    processing order within one record), filled in when the task is planned."""
     shared: dict[str, Any] = field(default_factory=dict)
     """Objects several operators of the task work through together (a stream-stream join's
     two sides), by kind."""

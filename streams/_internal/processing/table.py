@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import pickle
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,7 @@ from sinks.serde import key_bytes
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _call_each, _evaluate, _typed
-from topology.nodes import TableFilterNode, TableMapValuesNode, TableSourceNode
+from topology.nodes import AggregateNode, AggregationKind, TableAggregateNode, TableFilterNode, TableMapValuesNode, TableSourceNode
 from topology.records import KEY, TIMESTAMP, VALUE
 
 
@@ -60,7 +61,8 @@ class BatchChanges:
 
     def as_of(self, key: bytes, seq: int) -> tuple[bool, bytes | None]:
         """``(changed, value)``: whether ``key`` changed in this batch, and its raw value just
-        before record ``seq`` if so (``AT_END``: after the batch; ``AT_START``: before it)."""
+        before turn ``seq`` (:func:`turn`) if so (``AT_END``: after the batch; ``AT_START``:
+        before it)."""
         changes = self.by_key.get(key)
         if changes is None:
             return False, None
@@ -69,7 +71,17 @@ class BatchChanges:
 
 
 AT_START, AT_END = -1, 2**62
-"""Sequence numbers before and after every record of a batch."""
+"""Turns before and after every record of a batch."""
+
+_RANK_BITS = 16
+
+
+def turn(seq: int, rank: int = 0) -> int:
+    """When an operator (``rank``: its place in the sub-topology's depth-first order) handles
+    record ``seq``. Kafka walks each record depth-first through the sub-topology, so of two
+    operators handling the same record, the one earlier in the walk has already changed its
+    table when the later one reads it (an aggregation and a join of its table, say)."""
+    return (seq << _RANK_BITS) | rank
 
 
 def encode_row(value: Any, timestamp: int) -> bytes:
@@ -105,6 +117,7 @@ class TableSourceOperator(Operator, node=TableSourceNode):
         self.caching = build.caching
         self.store = build.stores[node.store] if node.store is not None else None
         self.changes = build.table_changes.setdefault(node.store, BatchChanges()) if node.store is not None else None
+        self.rank = build.ranks.get(node.name, 0)
 
     def store_view(self) -> TableView | None:
         return TableView(self.node.store, self.store) if self.store is not None else None
@@ -130,7 +143,7 @@ class TableSourceOperator(Operator, node=TableSourceNode):
                 self.store.delete(kb)
             else:
                 self.store.put(kb, encoded)
-            self.changes.record(kb, before[kb], int(seqs[i]), encoded)
+            self.changes.record(kb, before[kb], turn(int(seqs[i]), self.rank), encoded)
             last.pop(kb, None)
             last[kb] = i
         if not self.caching:
@@ -227,13 +240,16 @@ class Lookup:
 
 
 class TableGetter:
-    """Reads a table by key as of a record's ``_seq``: the source's store and batch changes,
-    then the chain of filters and value mappers between the source and the joined table."""
+    """Reads a table by key as of a record's ``_seq``: the root's store and batch changes (a
+    table source, or an aggregation), then the chain of filters and value mappers between the
+    root and the joined table. ``decode`` reads the root's stored rows."""
 
-    def __init__(self, store, changes: BatchChanges, chain: Sequence[TableFilterOperator | TableMapValuesOperator]) -> None:
+    def __init__(self, store, changes: BatchChanges, chain: Sequence[TableFilterOperator | TableMapValuesOperator], decode=None, rank: int = 0) -> None:
         self.store = store
         self.changes = changes
         self.chain = chain
+        self.decode = decode if decode is not None else decode_row
+        self.rank = rank
 
     def lookup(self, stream: Flow, raw_keys: list[bytes], context: ProcessContext, at: int | None = None) -> Lookup:
         """Per record of ``stream``, the table's row for its key: as of the record's turn, or as
@@ -241,13 +257,13 @@ class TableGetter:
         rows: list[tuple[Any, int] | None] = [None] * len(raw_keys)
         unchanged = []
         for i, (kb, seq) in enumerate(zip(raw_keys, stream.seqs, strict=True)):
-            changed, raw = self.changes.as_of(kb, int(seq) if at is None else at)
+            changed, raw = self.changes.as_of(kb, turn(int(seq), self.rank) if at is None else at)
             if changed:
-                rows[i] = decode_row(raw)
+                rows[i] = self.decode(raw)
             else:
                 unchanged.append(i)
         for i, raw in zip(unchanged, self.store.get_many([raw_keys[i] for i in unchanged]), strict=True):
-            rows[i] = decode_row(raw)
+            rows[i] = self.decode(raw)
         values = [None if r is None else r[0] for r in rows]
         stamps = [None if r is None else r[1] for r in rows]
         kept = np.ones(len(rows), dtype=bool)
@@ -274,19 +290,40 @@ class TableGetter:
         return Lookup(values, [t if v is not None else None for t, v in zip(stamps, values, strict=True)], kept)
 
 
-def table_getter(build: BuildContext, table: str, store: str) -> TableGetter:
-    _, chain = table_chain(build, table)
+TABLE_ROOTS = (TableSourceNode, AggregateNode, TableAggregateNode)
+"""Nodes that keep a table in a store, which joins and re-groupings read by key."""
+
+
+def table_getter(build: BuildContext, table: str, store: str, reader: str | None = None) -> TableGetter:
+    """Reads ``table`` for operator ``reader``, seeing what operators before it in the walk of a
+    record changed; without ``reader``, as of just before the table's own change at a record
+    (the old value of an update)."""
+    root, chain = table_chain(build, table)
     operators = [Operator.for_node(build.topology.nodes[n], build.topology.parents[n], build) for n in chain]
-    return TableGetter(build.stores[store], build.table_changes.setdefault(store, BatchChanges()), operators)
+    decode = decode_count if isinstance(root, AggregateNode) and root.aggregation.kind is AggregationKind.COUNT else decode_row
+    rank = build.ranks.get(reader if reader is not None else root.name, 0)
+    return TableGetter(build.stores[store], build.table_changes.setdefault(store, BatchChanges()), operators, decode, rank)
 
 
-def table_chain(build: BuildContext, table: str) -> tuple[TableSourceNode, list[str]]:
-    """The source under ``table`` and the filter/map_values nodes from it up to ``table``."""
+def table_chain(build: BuildContext, table: str) -> tuple[TableSourceNode | AggregateNode | TableAggregateNode, list[str]]:
+    """The node keeping the table under ``table`` (a source or an aggregation) and the
+    filter/map_values nodes from it up to ``table``."""
     nodes, parents = build.topology.nodes, build.topology.parents
     chain, name = [], table
-    while not isinstance(nodes[name], TableSourceNode):
+    while not isinstance(nodes[name], TABLE_ROOTS):
         if not isinstance(nodes[name], (TableFilterNode, TableMapValuesNode)):
-            raise TopologyError(f"{table}: only tables from builder.table() or to_table(), filtered or mapped, can be joined", node=table)
+            raise TopologyError(f"{table}: only tables (sources, aggregations), filtered or mapped, can be read by key", node=table)
         chain.append(name)
         (name,) = parents[name]
-    return nodes[name], list(reversed(chain))
+    root = nodes[name]
+    if isinstance(root, AggregateNode) and root.windows is not None:
+        raise TopologyError(f"{table}: a windowed aggregation's table cannot be read by key (its keys are windowed)", node=table)
+    return root, list(reversed(chain))
+
+
+_COUNT_ROW = struct.Struct(">qq")
+
+
+def decode_count(raw: bytes | None) -> tuple[int, int] | None:
+    """``(count, timestamp)`` of a count's stored row (see the aggregate operator)."""
+    return None if raw is None else _COUNT_ROW.unpack(raw)

@@ -17,7 +17,7 @@ from sinks.serde import key_bytes
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _typed
-from streams._internal.processing.table import AT_START, TableView, decode_row, encode_row, table_chain, table_getter
+from streams._internal.processing.table import AT_START, TableView, decode_row, encode_row, table_chain, table_getter, turn
 from topology.nodes import AggregationKind, TableAggregateNode, TableSelectNode
 from topology.records import KEY, TIMESTAMP, VALUE
 
@@ -107,6 +107,8 @@ class TableAggregateOperator(Operator, node=TableAggregateNode):
         super().__init__(node, parents, build)
         self.store = build.stores[node.store]
         self.caching = build.caching
+        self.table_changes = build.table_changes
+        self.rank = build.ranks.get(node.name, 0)
 
     def store_view(self) -> TableView | None:
         return TableView(self.node.store, self.store) if self.store is not None else None
@@ -129,10 +131,14 @@ class TableAggregateOperator(Operator, node=TableAggregateNode):
         return add(key, new, self.node.aggregation.initializer() if aggregate is None else aggregate)
 
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        changes = self.table_changes.get(self.node.store)  # something reads this table by key
+        if changes is not None:
+            changes.clear()
         keys, pairs, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
         raw_keys = key_bytes(flow.table.column(KEY)) if len(flow) else []
         distinct = list(dict.fromkeys(raw_keys))
-        current = {kb: decode_row(raw) for kb, raw in zip(distinct, self.store.get_many(distinct), strict=True)}  # one read for the batch
+        stored = dict(zip(distinct, self.store.get_many(distinct), strict=True))  # one read for the batch
+        current = {kb: decode_row(raw) for kb, raw in stored.items()}
         rows, values, times = [], [], []
         last: dict[bytes, int] = {}
         for i, (key, kb, pair) in enumerate(zip(keys, raw_keys, pairs, strict=True)):
@@ -144,12 +150,15 @@ class TableAggregateOperator(Operator, node=TableAggregateNode):
                 context.bad.reject(seqs[i], self.name, f"{type(e).__name__}: {e}", key, pair)
                 continue
             ts = int(stamps[i]) if aggregate_ts is None else max(int(stamps[i]), aggregate_ts)
-            if result is None:
+            encoded = None if result is None else encode_row(result, ts)
+            if encoded is None:
                 self.store.delete(kb)
                 current[kb] = None
             else:
-                self.store.put(kb, encode_row(result, ts))
+                self.store.put(kb, encoded)
                 current[kb] = (result, ts)
+            if changes is not None:
+                changes.record(kb, stored[kb], turn(int(seqs[i]), self.rank), encoded)
             last.pop(kb, None)
             last[kb] = len(rows)
             rows.append(i), values.append(result), times.append(ts)

@@ -44,7 +44,7 @@ class StreamTableJoinOperator(Operator, node=StreamTableJoinNode):
 
     def __init__(self, node: StreamTableJoinNode, parents: tuple[str, ...], build: BuildContext) -> None:
         super().__init__(node, parents, build)
-        self.getter = table_getter(build, node.table, node.store)
+        self.getter = table_getter(build, node.table, node.store, reader=node.name)
 
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         values_column = flow.table.column(VALUE)
@@ -170,7 +170,7 @@ class TableTableJoinOperator(Operator, node=TableTableJoinNode):
 
     def __init__(self, node: TableTableJoinNode, parents: tuple[str, ...], build: BuildContext) -> None:
         super().__init__(node, parents, build)
-        self.getter = table_getter(build, node.other, node.store)
+        self.getter = table_getter(build, node.other, node.store, reader=node.name)
         # With caching, Kafka forwards a table's updates when its cache flushes at commit, so a
         # table-table join sees both tables as they stand at the end of the batch, and an
         # update's old value is the row from before the batch. Without, record by record.

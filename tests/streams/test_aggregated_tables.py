@@ -1,0 +1,106 @@
+"""Tables from aggregations read by key: joined with a stream, joined with another table, and
+re-grouped. Kafka walks each record depth-first through the sub-topology, so when one record
+updates an aggregation and a join reads it, what the join sees depends on where both sit in that
+walk; a batch must give what that walk gives, record by record (checked against a plain-Python
+model and against one-record commits), with restarts in between."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from conf.errors import TopologyError
+from streams import StreamsBuilder, TimeWindows, TopologyTestDriver
+
+
+def build():
+    builder = StreamsBuilder()
+    clicks = builder.stream("clicks")
+    counts = clicks.group_by_key().count(name="click-counts")
+    sums = clicks.group_by_key().reduce(lambda total, value: total + value, name="click-sums")
+    builder.stream("views").left_join(counts, lambda view, count: f"{view}:{count}").to("views-with-counts")
+    counts.join(sums, lambda count, total: f"{count}/{total}").to_stream().to("count-and-sum")
+    counts.group_by(lambda user, count: (count, user), name="by-count").count(name="users-per-count").to_stream().to("histogram")
+    return builder.build()
+
+
+def workload(seed):
+    rng = random.Random(seed)
+    return [(rng.choice(["clicks", "views"]), f"u{rng.randrange(5)}", rng.randrange(1, 9), i) for i in range(400)]
+
+
+def model(records):
+    """Kafka's walk of each click: source -> count (-> its join side, which reads the sums
+    before this click) -> sum (-> its join side, which reads the count after it)."""
+    counts, sums, views, joined = {}, {}, [], []
+    for topic, user, value, _ in records:
+        if topic == "views":
+            views.append((user, f"{value}:{counts.get(user)}"))
+            continue
+        counts[user] = counts.get(user, 0) + 1
+        if user in sums:
+            joined.append((user, f"{counts[user]}/{sums[user]}"))
+        sums[user] = sums.get(user, 0) + value
+        joined.append((user, f"{counts[user]}/{sums[user]}"))
+    return views, joined, Counter(counts.values())
+
+
+def read(driver, topic):
+    return [(r.key, r.value) for r in driver.read_output(topic)]
+
+
+def final(pairs):
+    latest = {}
+    for key, value in pairs:
+        latest[key] = value
+    return {k: v for k, v in latest.items() if v}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_reads_of_aggregated_tables_follow_kafkas_walk_of_each_record(seed):
+    records = workload(seed)
+    views, joined, histogram = model(records)
+    one_by_one = TopologyTestDriver(build(), {"caching": False})
+    for record in records:
+        one_by_one.pipe_input(*record)
+    assert read(one_by_one, "views-with-counts") == views
+    assert read(one_by_one, "count-and-sum") == joined
+    assert final(read(one_by_one, "histogram")) == dict(histogram)
+
+    batched = TopologyTestDriver(build(), {"caching": False}, store_backend="rocksdb")
+    rng, outputs = random.Random(seed), {"views-with-counts": [], "count-and-sum": [], "histogram": []}
+    i = 0
+    while i < len(records):
+        size = rng.randrange(1, 60)
+        # One topic per batch keeps the model's order (pipe_together orders topics by timestamp).
+        batch = records[i : i + size]
+        for topic in ("clicks", "views"):
+            rows = [(u, v, t) for top, u, v, t in batch if top == topic]
+            if rows and len({top for top, *_ in batch}) == 1:
+                batched.pipe_batch(topic, rows)
+        if len({top for top, *_ in batch}) > 1:
+            batched.pipe_together(batch)
+        if rng.random() < 0.3:
+            batched.restart()
+        for topic in outputs:
+            outputs[topic] += read(batched, topic)
+        i += size
+    assert outputs["views-with-counts"] == views
+    assert outputs["count-and-sum"] == joined
+    assert final(outputs["histogram"]) == dict(histogram)
+
+
+def test_a_windowed_aggregations_table_cannot_be_joined():
+    builder = StreamsBuilder()
+    windowed = builder.stream("clicks").group_by_key().windowed_by(TimeWindows.of_size(1000)).count()
+    with pytest.raises(TopologyError, match="windowed"):
+        builder.stream("views").join(windowed, lambda v, c: c)
+
+
+def test_a_topic_can_feed_only_one_source():
+    builder = StreamsBuilder()
+    builder.stream("clicks")
+    with pytest.raises(TopologyError, match="already read by"):
+        builder.stream("clicks")
