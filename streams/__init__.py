@@ -21,10 +21,10 @@ from conf.errors import (
     TopologyError,
 )
 from streams.builder import StreamsBuilder
-from streams.dsl import BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable, TimeWindowedKStream
+from streams.dsl import BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream
 from streams.options import Branched, Printed
 from streams.testing import TestRecord, TopologyTestDriver
-from streams.windows import JoinWindows, Suppressed, TimeWindows
+from streams.windows import JoinWindows, SessionWindows, Suppressed, TimeWindows
 from topology.graph import Topology
 from topology.records import Windowed
 
@@ -43,6 +43,8 @@ __all__ = [
     "ProducerFencedError",
     "RecordError",
     "StateStoreError",
+    "SessionWindowedKStream",
+    "SessionWindows",
     "StreamsBuilder",
     "Suppressed",
     "TestRecord",

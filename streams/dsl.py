@@ -13,7 +13,7 @@ from typing import Any
 
 from conf.errors import TopologyError
 from streams.options import Branched, Printed
-from streams.windows import JoinWindows, Suppressed, TimeWindows
+from streams.windows import JoinWindows, SessionWindows, Suppressed, TimeWindows
 from topology.functions import FunctionKind, check_callable, joiner_function, user_function
 from topology.graph import GraphBuilder
 from topology.nodes import (
@@ -32,6 +32,7 @@ from topology.nodes import (
     PeekNode,
     PrintNode,
     SelectKeyNode,
+    SessionAggregateNode,
     SinkNode,
     JoinKind,
     StreamGlobalTableJoinNode,
@@ -410,7 +411,7 @@ class _Grouped:
     _repartition_required: bool
     _group_name: str | None
 
-    def _aggregate(self, aggregation: Aggregation, windows: Windows | None, name: str | None) -> KTable:
+    def _aggregate(self, aggregation: Aggregation, windows: Windows | None, name: str | None, sessions: SessionWindows | None = None, merger: Any = None) -> KTable:
         prefix = _AGGREGATE_PREFIX[aggregation.kind]
         # Kafka's order: the store name takes a counter value first, then the processor, then
         # the repartition nodes.
@@ -421,6 +422,9 @@ class _Grouped:
             repartition_prefix = self._group_name if self._group_name is not None else store
             user_named = self._group_name is not None or name is not None
             parent = self._graph.add_repartition(parent, repartition_prefix, user_named=user_named)
+        if sessions is not None:
+            self._graph.add(SessionAggregateNode(processor, store, aggregation, sessions.spec(), merger), [parent])
+            return KTable(self._graph, processor, _sessions=sessions)
         self._graph.add(AggregateNode(processor, store, aggregation, windows), [parent])
         return KTable(self._graph, processor, windows)
 
@@ -453,12 +457,56 @@ class _Grouped:
 class KGroupedStream(_Grouped):
     """Records grouped by key, ready to aggregate into a KTable."""
 
-    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
-        """Aggregate per time window as well as per key."""
+    def windowed_by(self, windows: TimeWindows | SessionWindows) -> TimeWindowedKStream | SessionWindowedKStream:
+        """Aggregate per time window (``TimeWindows``) or per session (``SessionWindows``) as
+        well as per key."""
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedKStream(self._graph, self._node, self._repartition_required, self._group_name, windows)
         if not isinstance(windows, TimeWindows):
-            raise TopologyError(f"windowed_by() takes TimeWindows.of_size(ms)..., got {windows!r}", node="windowed_by")
+            raise TopologyError(f"windowed_by() takes TimeWindows.of_size(ms)... or SessionWindows..., got {windows!r}", node="windowed_by")
         windows.spec("windowed_by")
         return TimeWindowedKStream(self._graph, self._node, self._repartition_required, self._group_name, windows)
+
+
+@dataclass(frozen=True)
+class SessionWindowedKStream:
+    """A grouped stream aggregated per session; results are keyed by (key, session) with both
+    ends inclusive, and a session merged into a bigger one is forwarded as a delete."""
+
+    _graph: GraphBuilder
+    _node: str
+    _repartition_required: bool
+    _group_name: str | None
+    _sessions: SessionWindows
+
+    def _grouped(self) -> _Grouped:
+        return _Grouped(self._graph, self._node, self._repartition_required, self._group_name)
+
+    def count(self, *, name: str | None = None) -> KTable:
+        """Records per session (records with a null value are skipped and counted as dropped)."""
+        merger = lambda key, one, two: one + two  # noqa: E731 - Kafka's count merger
+        return self._grouped()._aggregate(Aggregation(AggregationKind.COUNT), None, name, self._sessions, merger)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
+        """``reducer(aggregate, value)``; merging sessions reduces their aggregates the same way."""
+        check_callable(reducer, operator="reduce", what="reducer(aggregate, value)", arguments=2)
+        return self._grouped()._aggregate(Aggregation(AggregationKind.REDUCE, function=reducer), None, name, self._sessions, None)
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: Callable[[Any, Any, Any], Any],
+        *,
+        name: str | None = None,
+    ) -> KTable:
+        """``aggregator(key, value, aggregate)`` from ``initializer()``; two sessions that a record
+        bridges become one with ``merger(key, aggregate1, aggregate2)`` (Kafka's argument order)."""
+        check_callable(initializer, operator="aggregate", what="initializer()", arguments=0)
+        check_callable(aggregator, operator="aggregate", what="aggregator(key, value, aggregate)", arguments=3)
+        check_callable(merger, operator="aggregate", what="merger(key, aggregate1, aggregate2)", arguments=3)
+        aggregation = Aggregation(AggregationKind.AGGREGATE, initializer=initializer, function=aggregator)
+        return self._grouped()._aggregate(aggregation, None, name, self._sessions, merger)
 
 
 @dataclass(frozen=True)
@@ -481,6 +529,7 @@ class KTable:
     _node: str
     _windows: Windows | None = None
     _source: str | None = None
+    _sessions: SessionWindows | None = None
 
     def _materialize(self) -> str:
         """The store something reading this table by key reads: a source is made to keep one;
@@ -527,7 +576,7 @@ class KTable:
     def _then(self, node) -> KTable:
         if node.function is not None and node.function.is_column:
             raise TopologyError(f"{node.name}: KTable operations take Python callables or pyarrow expressions, not Spark Columns", node=node.name)
-        return KTable(self._graph, self._graph.add(node, [self._node]), self._windows, self._source)
+        return KTable(self._graph, self._graph.add(node, [self._node]), self._windows, self._source, self._sessions)
 
     # -- re-grouping ------------------------------------------------------------------------------
 
@@ -583,6 +632,8 @@ class KTable:
         window, once stream time reaches the window's end plus its grace period."""
         if not isinstance(suppressed, Suppressed):
             raise TopologyError(f"suppress() takes Suppressed.until_window_closes(), got {suppressed!r}", node="suppress")
+        if self._sessions is not None:
+            raise TopologyError("suppress() of a session-windowed table is not supported yet", node="suppress")
         if self._windows is None:
             raise TopologyError(
                 "suppress(Suppressed.until_window_closes()) needs a windowed table: windowed_by(...) before aggregating",

@@ -265,6 +265,11 @@ class TopologyTestDriver:
             raise TypeError(f"store '{store}' is not windowed: use get_key_value_store('{store}')")
         return view
 
+    def get_session_store(self, store: str):
+        """Read access to the session-windowed aggregation store ``store`` (Kafka's
+        ``getSessionStore``): ``fetch(key)`` lists ``(Windowed(key, start, end), aggregate)``."""
+        return self._task_with(store).store(store)
+
     def fetch(self, store: str, key: Any, window_start: int | None = None) -> Any:
         """The aggregate of ``key`` (in the window starting at ``window_start``), or None."""
         view = self._task_with(store).store(store)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from conf.errors import TopologyError
-from topology.nodes import JoinWindowsSpec, Windows
+from topology.nodes import JoinWindowsSpec, SessionWindowsSpec, Windows
 
 
 def _millis(value: int | timedelta, what: str) -> int:
@@ -64,6 +64,35 @@ class TimeWindows:
         if not 0 < advance <= self.size_ms:
             raise TopologyError(f"{operator}(): advance must be in (0, size] ms, got {advance}", node=operator)
         return Windows(size_ms=self.size_ms, advance_ms=advance, grace_ms=self.grace_ms)
+
+
+@dataclass(frozen=True)
+class SessionWindows:
+    """Session windows: records of a key less than ``gap`` apart belong to one session, which
+    grows (and merges with its neighbours) as records arrive. ``of_inactivity_gap_and_grace(gap,
+    grace)``: a record up to ``grace`` behind the close of its session (end + gap) by stream time
+    still counts; ``of_inactivity_gap_with_no_grace(gap)``: none."""
+
+    gap_ms: int
+    grace_ms: int = 0
+
+    @classmethod
+    def of_inactivity_gap_and_grace(cls, gap: int | timedelta, grace: int | timedelta) -> SessionWindows:
+        return cls(_millis(gap, "SessionWindows.of_inactivity_gap_and_grace"), _millis(grace, "SessionWindows.of_inactivity_gap_and_grace"))._checked()
+
+    @classmethod
+    def of_inactivity_gap_with_no_grace(cls, gap: int | timedelta) -> SessionWindows:
+        return cls(_millis(gap, "SessionWindows.of_inactivity_gap_with_no_grace"), 0)._checked()
+
+    def _checked(self) -> SessionWindows:
+        if self.gap_ms <= 0:
+            raise TopologyError(f"SessionWindows: the inactivity gap must be positive, got {self.gap_ms} ms", node="SessionWindows")
+        if self.grace_ms < 0:
+            raise TopologyError(f"SessionWindows: the grace period cannot be negative, got {self.grace_ms} ms", node="SessionWindows")
+        return self
+
+    def spec(self) -> SessionWindowsSpec:
+        return SessionWindowsSpec(self.gap_ms, self.grace_ms)
 
 
 @dataclass(frozen=True)

@@ -197,6 +197,32 @@ class AggregateNode(Node):
 
 
 @dataclass(frozen=True)
+class SessionWindowsSpec:
+    """Sessions: a key's records closer than ``gap_ms`` to each other form one session; a record
+    may still join or start a session while the session's end is within ``gap + grace`` of stream
+    time."""
+
+    gap_ms: int
+    grace_ms: int
+
+
+@dataclass(frozen=True)
+class SessionAggregateNode(Node):
+    """Grouped aggregation per session (Kafka's KStreamSessionWindowAggregate): a record
+    merges the sessions within ``gap`` of it into one (``merger(key, agg1, agg2)``), whose
+    merged-away predecessors are forwarded as deletes."""
+
+    store: str
+    aggregation: Aggregation
+    sessions: SessionWindowsSpec
+    merger: Any = None
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return (self.store,)
+
+
+@dataclass(frozen=True)
 class SuppressNode(Node):
     """``suppress(until_window_closes)``: one final result per window once stream time reaches
     ``end + grace``."""

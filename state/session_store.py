@@ -1,0 +1,123 @@
+"""A session store: one aggregate per (key, session), found by key and time, as Kafka's
+``SessionStore``.
+
+Sessions of a key live under ``k | len(key) | key | end | start``, so a key's sessions are one key
+range in (end, start) order, the order Kafka's ``findSessions`` returns them in. Like Kafka's, the
+store keeps ``retention = gap + grace`` behind the largest session end put into it: older sessions
+are invisible, and are purged once a batch through a time index ``t | end | start | key``. A key's
+sessions are read once per batch (before any write, see :meth:`preload`) and kept in memory
+meanwhile, since a range read over a batch's pending writes sorts them all.
+"""
+
+from __future__ import annotations
+
+import bisect
+import pickle
+import struct
+from collections.abc import Iterable
+from typing import Any
+
+_LONG = struct.Struct(">q")
+_TIME = struct.Struct(">Q")
+_LEN = struct.Struct(">I")
+_OBSERVED_KEY = b"\xff\xffobserved-stream-time"
+_STREAM_TIME_KEY = b"\xff\xffstream-time"
+_FLOOR_KEY = b"\xff\xffpurge-floor"
+NO_TIME = -1
+
+
+def _pack_time(time: int) -> bytes:
+    return _TIME.pack(time + 2**63)
+
+
+def _unpack_time(raw: bytes, offset: int) -> int:
+    return _TIME.unpack_from(raw, offset)[0] - 2**63
+
+
+def _get_long(store, key: bytes) -> int:
+    raw = store.get(key)
+    return NO_TIME if raw is None else _LONG.unpack(raw)[0]
+
+
+Session = tuple[int, int, Any]
+"""``(start, end, aggregate)``; both ends inclusive, as Kafka's SessionWindow."""
+
+
+class SessionStore:
+    """Sessions by key over a ChangeLoggingStore, plus the stream time its processor observed."""
+
+    def __init__(self, store, retention_ms: int) -> None:
+        self.store = store
+        self.name = store.name
+        self.retention_ms = retention_ms
+        self.begin_batch()
+
+    def begin_batch(self) -> None:
+        """Re-read the bookkeeping: the previous batch's writes were committed or thrown away."""
+        self.observed = _get_long(self.store, _OBSERVED_KEY)
+        self.stream_time = _get_long(self.store, _STREAM_TIME_KEY)
+        self._cached: dict[bytes, list[Session]] = {}
+
+    @staticmethod
+    def _prefix(key: bytes) -> bytes:
+        return b"k" + _LEN.pack(len(key)) + key
+
+    def preload(self, keys: Iterable[bytes]) -> None:
+        for key in keys:
+            self._sessions(key)
+
+    def _sessions(self, key: bytes) -> list[Session]:
+        sessions = self._cached.get(key)
+        if sessions is None:
+            prefix = self._prefix(key)
+            n = len(prefix)
+            sessions = [
+                (_unpack_time(raw_key, n + 8), _unpack_time(raw_key, n), pickle.loads(raw_value))
+                for raw_key, raw_value in self.store.range(prefix, prefix + b"\xff" * 17)
+            ]
+            self._cached[key] = sessions
+        return sessions
+
+    def find_sessions(self, key: bytes, earliest_end: int, latest_start: int) -> list[Session]:
+        """Live sessions of ``key`` with ``end >= earliest_end`` and ``start <= latest_start``, in
+        (end, start) order."""
+        earliest_end = max(earliest_end, self.observed - self.retention_ms + 1)
+        return [s for s in self._sessions(key) if s[1] >= earliest_end and s[0] <= latest_start]
+
+    def fetch(self, key: bytes) -> list[Session]:
+        """Every live session of ``key``."""
+        return self.find_sessions(key, -(2**62), 2**62)
+
+    def put(self, key: bytes, start: int, end: int, aggregate: Any) -> None:
+        sessions = self._sessions(key)
+        self.observed = max(self.observed, end)
+        session_key = self._prefix(key) + _pack_time(end) + _pack_time(start)
+        self.store.put(session_key, pickle.dumps(aggregate, protocol=5))
+        self.store.put(b"t" + _pack_time(end) + _pack_time(start) + key, session_key)
+        i = bisect.bisect_left(sessions, (end, start), key=lambda s: (s[1], s[0]))
+        if i < len(sessions) and sessions[i][:2] == (start, end):
+            sessions[i] = (start, end, aggregate)
+        else:
+            sessions.insert(i, (start, end, aggregate))
+
+    def remove(self, key: bytes, start: int, end: int) -> None:
+        sessions = self._sessions(key)
+        self.store.delete(self._prefix(key) + _pack_time(end) + _pack_time(start))
+        self.store.delete(b"t" + _pack_time(end) + _pack_time(start) + key)
+        sessions[:] = [s for s in sessions if s[:2] != (start, end)]
+
+    def end_batch(self) -> None:
+        """Persist the stream times and purge the sessions that fell out of retention."""
+        self.store.put(_OBSERVED_KEY, _LONG.pack(self.observed))
+        self.store.put(_STREAM_TIME_KEY, _LONG.pack(self.stream_time))
+        cutoff = self.observed - self.retention_ms  # sessions ending at or before it are dead
+        raw_floor = self.store.get(_FLOOR_KEY)
+        floor = None if raw_floor is None else _LONG.unpack(raw_floor)[0]
+        if self.observed == NO_TIME or (floor is not None and cutoff < floor):
+            return
+        lo = b"t" if floor is None else b"t" + _pack_time(floor)
+        for index_key, session_key in list(self.store.range(lo, b"t" + _pack_time(cutoff + 1))):
+            self.store.delete(index_key)
+            self.store.delete(session_key)
+        self.store.put(_FLOOR_KEY, _LONG.pack(cutoff + 1))
+        self._cached.clear()

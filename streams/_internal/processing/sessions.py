@@ -1,0 +1,158 @@
+"""Session-windowed aggregations: Kafka's KStreamSessionWindowAggregate.
+
+For each record, in order: the key's sessions within ``gap`` of it (``end >= t - gap`` and
+``start <= t + gap``) are merged with it into one session (their aggregates combined by the
+merger, from the initializer); unless that session ended before the close time (``stream time -
+grace - gap``: the record is too late, skipped and counted as dropped), the merged-away sessions
+are removed and forwarded as deletes (oldest first), and the new session's aggregate is stored
+and forwarded. Every result is timed at its session's end. Sessions are inherently sequential per
+key, so this runs record by record; the store is read once per key and batch.
+
+With caching, Kafka forwards the last revision per session at commit, and nothing for a session
+created and merged away within the commit; the same here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from sinks.serde import key_bytes, key_bytes_of
+from state.session_store import SessionStore
+from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
+from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from topology.nodes import AggregationKind, SessionAggregateNode
+from topology.records import KEY, VALUE, Windowed
+
+
+class _Forwarded:
+    def __init__(self) -> None:
+        self.rows: list[int] = []  # the input record each result comes from
+        self.windows: list[tuple[int, int]] = []
+        self.values: list[Any] = []
+
+    def add(self, row: int, start: int, end: int, value: Any) -> None:
+        self.rows.append(row)
+        self.windows.append((start, end))
+        self.values.append(value)
+
+
+class SessionAggregateOperator(Operator, node=SessionAggregateNode):
+    node: SessionAggregateNode
+
+    def __init__(self, node: SessionAggregateNode, parents: tuple[str, ...], build: BuildContext) -> None:
+        super().__init__(node, parents, build)
+        self.gap, self.grace = node.sessions.gap_ms, node.sessions.grace_ms
+        self.store = SessionStore(build.stores[node.store], self.gap + self.grace)
+        self.caching = build.caching
+        aggregation = node.aggregation
+        if aggregation.kind is AggregationKind.COUNT:
+            self.initializer, self.aggregator = (lambda: 0), (lambda key, value, agg: agg + 1)
+            self.merger = node.merger
+        elif aggregation.kind is AggregationKind.REDUCE:  # Kafka's reduce: a null-initialized aggregate
+            reducer = aggregation.function
+            self.initializer = lambda: None
+            self.aggregator = lambda key, value, agg: value if agg is None else reducer(agg, value)
+            self.merger = lambda key, agg, other: other if agg is None else reducer(agg, other)
+        else:
+            self.initializer, self.aggregator, self.merger = aggregation.initializer, aggregation.function, node.merger
+
+    def store_view(self) -> _SessionView:
+        return _SessionView(self)
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        store = self.store
+        store.begin_batch()
+        keys_column = flow.table.column(KEY)
+        if keys_column.null_count:
+            null = np.asarray(keys_column.is_null())
+            seqs, values = flow.seqs, flow.values()
+            for i in np.flatnonzero(null):
+                context.bad.reject(seqs[i], self.name, "null key: aggregations group by key", None, values[i])
+            flow = flow.filter(~null)
+        null_values = flow.table.column(VALUE).null_count
+        if null_values:
+            context.drop(null_values)
+            flow = flow.filter(np.asarray(flow.table.column(VALUE).is_valid()))
+        out = _Forwarded()
+        existed: set[tuple[bytes, int, int]] = set()  # sessions read from the store (for caching)
+        raw_keys = key_bytes(flow.table.column(KEY)) if len(flow) else []
+        store.preload(dict.fromkeys(raw_keys))
+        if self.caching:
+            existed = {(kb, s, e) for kb in dict.fromkeys(raw_keys) for s, e, _ in store.fetch(kb)}
+        keys, values, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
+        for i, (key, kb, value) in enumerate(zip(keys, raw_keys, values, strict=True)):
+            ts = int(stamps[i])
+            store.stream_time = max(store.stream_time, ts)
+            close = store.stream_time - self.grace - self.gap
+            start, end = ts, ts
+            try:
+                aggregate = self.initializer()
+                merged = store.find_sessions(kb, ts - self.gap, ts + self.gap)
+                for s, e, other in merged:
+                    aggregate = self.merger(key, aggregate, other)
+                    start, end = min(start, s), max(end, e)
+                if end < close:
+                    context.drop(1)  # too late: its session has closed
+                    continue
+                aggregate = self.aggregator(key, value, aggregate)
+            except Exception as e:  # noqa: BLE001 - a failing function rejects its record
+                context.bad.reject(seqs[i], self.name, f"{type(e).__name__}: {e}", key, value, error=e)
+                continue
+            if (start, end) != (ts, ts):
+                for s, e, other in merged:
+                    store.remove(kb, s, e)
+                    out.add(i, s, e, None)
+            store.put(kb, start, end, aggregate)
+            out.add(i, start, end, aggregate)
+        store.end_batch()
+        if self.caching:
+            out = _last_per_session(out, raw_keys, existed)
+        return self._flow(flow, out, context)
+
+    def _flow(self, flow: Flow, out: _Forwarded, context: ProcessContext) -> Flow:
+        rows = np.asarray(out.rows, dtype=np.int64)
+        source = flow.take(rows)
+        array, misfits = infer_array(out.values, pa.int64() if self.node.aggregation.kind is AggregationKind.COUNT else None)
+        if misfits:
+            raise TypeError(f"{self.name}: aggregate values of different types cannot form one table: {out.values[misfits[0]]!r}")
+        starts = pa.array([w[0] for w in out.windows], pa.int64())
+        ends = pa.array([w[1] for w in out.windows], pa.int64())
+        table = pa.table(
+            [source.table.column(SEQ), ends, starts, ends, source.table.column(KEY), array],
+            schema=flow_schema(source.key_type, array.type, True),
+        )
+        keys = None if source._keys is None else [Windowed(k, s, e) for k, (s, e) in zip(source._keys, out.windows, strict=True)]
+        return Flow(table, True, keys, out.values)
+
+
+def _last_per_session(out: _Forwarded, raw_keys: list[bytes], existed: set[tuple[bytes, int, int]]) -> _Forwarded:
+    """Kafka's cache: the last revision per session, in the order sessions were last updated;
+    no delete for a session that did not exist before the commit."""
+    last: dict[tuple[bytes, int, int], int] = {}
+    for j, (row, (start, end)) in enumerate(zip(out.rows, out.windows, strict=True)):
+        session = (raw_keys[row], start, end)
+        last.pop(session, None)
+        last[session] = j
+    kept = _Forwarded()
+    for session, j in last.items():
+        if out.values[j] is None and session not in existed:
+            continue
+        kept.add(out.rows[j], *out.windows[j], out.values[j])
+    return kept
+
+
+class _SessionView:
+    """Read-only access to a session store (Kafka's ``ReadOnlySessionStore``)."""
+
+    def __init__(self, operator: SessionAggregateOperator) -> None:
+        self._operator = operator
+        self.name = operator.node.store
+
+    def fetch(self, key: Any) -> list[tuple[Windowed, Any]]:
+        """Every session of ``key``, in (end, start) order, with its aggregate."""
+        store = self._operator.store
+        store.begin_batch()
+        return [(Windowed(key, s, e), agg) for s, e, agg in store.fetch(key_bytes_of(key, pa.array([key]).type))]
