@@ -1,10 +1,12 @@
 """Kill a join job at random moments and inside the commit protocol; check what survives against
 the job's independent pandas computation. Two jobs: ``enrich`` (a stream-table join: two input
 topics in one sub-topology, a table store, a repartition, a windowed count) and ``clicks`` (a
-stream-stream left join: two window stores and the store of impressions waiting for a click).
+stream-stream left join: two window stores and the store of impressions waiting for a click) and
+``dedup`` (a user processor with its own store and a stream-time punctuator).
 
     python -m jobs.enrich_harness --root /tmp/enrich-harness --trials 30
     python -m jobs.enrich_harness --job clicks --root /tmp/clicks-harness --trials 30
+    python -m jobs.enrich_harness --job dedup --root /tmp/dedup-harness --trials 30
 
 Each trial appends one round (a users update, then its pageviews) and starts ``python -m
 jobs.enrich run --until-caught-up``, killed with SIGKILL at a named commit point or after a
@@ -24,7 +26,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from jobs import clicks, enrich
+from jobs import clicks, dedup, enrich
 from jobs.crash_harness import run_once
 from sinks import Topic
 from streams.runtime import CRASH_POINTS as POINTS
@@ -50,6 +52,8 @@ version each, so one batch per slice (``--max-records-per-batch 1``)."""
 def _append_round(root: str, job: str, seed: int) -> None:
     if job == "enrich":
         enrich.generate(root, rounds=1, events_per_round=4_000, seed=seed)
+    elif job == "dedup":
+        dedup.generate(root, rounds=1, per_round=CLICKS_ROUND, seed=seed)
     else:
         clicks.generate(root, rounds=1, per_round=CLICKS_ROUND, seed=seed)
 
@@ -78,18 +82,20 @@ def run(root: str, trials: int, seed: int, log, job: str = "enrich") -> tuple[Co
     return kills, violations
 
 
-def check_clicks(root: str) -> list[str]:
-    got, want = clicks.read_results(root), clicks.reference_pairs(root)
+def check_counted(got: Counter, want: Counter, what: str) -> list[str]:
+    """Each expected record once: nothing missing, nothing extra or repeated."""
     if got == want:
         return []
     missing, extra = want - got, got - want
-    return [f"{sum(missing.values())} of {sum(want.values())} attributions missing (e.g. {list(missing)[:3]}), "
+    return [f"{sum(missing.values())} of {sum(want.values())} {what} missing (e.g. {list(missing)[:3]}), "
             f"{sum(extra.values())} extra or repeated (e.g. {list(extra)[:3]})"]
 
 
 def check(root: str, job: str = "enrich") -> list[str]:
     if job == "clicks":
-        return check_clicks(root)
+        return check_counted(clicks.read_results(root), clicks.reference_pairs(root), "attributions")
+    if job == "dedup":
+        return check_counted(dedup.read_results(root), dedup.reference_events(root), "unique events")
     violations = []
     results, expected = enrich.read_results(root), enrich.reference_counts(root)
     if not results.equals(expected):
@@ -110,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", required=True, help="a fresh directory")
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--job", choices=("enrich", "clicks"), default="enrich")
+    parser.add_argument("--job", choices=("enrich", "clicks", "dedup"), default="enrich")
     args = parser.parse_args(argv)
     root = str(Path(args.root).absolute())
     if (Path(root) / "topics").exists():
@@ -122,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     violations += check(root, args.job)
     if args.job == "enrich":
         checked = f"windows checked: {enrich.reference_counts(root).num_rows}"
+    elif args.job == "dedup":
+        checked = f"unique events checked: {sum(dedup.reference_events(root).values())}"
     else:
         checked = f"attributions checked: {sum(clicks.reference_pairs(root).values())}"
     print(f"{args.job}, exactly_once: {args.trials} trials (kills: {dict(kills)}); {checked}; violations: {len(violations)}")

@@ -6,6 +6,7 @@ import pyarrow as pa
 
 from conf.errors import TopologyError
 from streams.dsl import GlobalKTable, KStream, KTable, _named
+from streams.processor import StoreBuilder
 from topology.graph import GraphBuilder, Topology
 from topology.nodes import SourceNode, TableSourceNode
 
@@ -77,6 +78,16 @@ class StreamsBuilder:
         self._graph.add(source)
         node = TableSourceNode(self._graph.processor_name("KTABLE-SOURCE"), store, store=store)
         return GlobalKTable(self._graph, self._graph.add(node, [source.name]), store)
+
+    def add_state_store(self, store_builder: StoreBuilder) -> StreamsBuilder:
+        """Register a user store (``Stores.key_value_store_builder(...)``) for processors to
+        connect to by name (``process(supplier, "name")``)."""
+        if not isinstance(store_builder, StoreBuilder):
+            raise TopologyError(f"add_state_store() takes Stores.key_value_store_builder(...), got {store_builder!r}", node="add_state_store")
+        if store_builder.name in self._graph.user_stores:
+            raise TopologyError(f"a store named '{store_builder.name}' is already registered", node="add_state_store")
+        self._graph.user_stores[store_builder.name] = store_builder
+        return self
 
     def build(self) -> Topology:
         return self._graph.build()

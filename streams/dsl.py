@@ -31,6 +31,7 @@ from topology.nodes import (
     MapValuesNode,
     PeekNode,
     PrintNode,
+    ProcessNode,
     SelectKeyNode,
     SessionAggregateNode,
     SinkNode,
@@ -157,6 +158,30 @@ class KStream:
         processor = self._name(printed.name, "KSTREAM-PRINTER")
         mapper = user_function(printed.mapper, operator="print") if printed.mapper is not None else None
         self._graph.add(PrintNode(processor, printed.label if printed.label is not None else processor, mapper, printed.path), [self._node])
+
+    def process(self, supplier: Callable[[], Any], *store_names: str, name: str | None = None) -> KStream:
+        """Run a user :class:`streams.processor.Processor` made by ``supplier()`` (a Processor
+        class, or a function returning one) on every record; it forwards records with
+        ``context.forward`` and may use the stores ``store_names`` (registered with
+        ``StreamsBuilder.add_state_store``). Its forwarded keys may differ from the input's, so a
+        later grouping repartitions."""
+        return self._process(supplier, store_names, name, fixed_key=False)
+
+    def process_values(self, supplier: Callable[[], Any], *store_names: str, name: str | None = None) -> KStream:
+        """Like :meth:`process`, but every forwarded record keeps the key of the record being
+        processed (Kafka's FixedKeyProcessor): no repartition needed downstream."""
+        return self._process(supplier, store_names, name, fixed_key=True)
+
+    def _process(self, supplier: Callable[[], Any], store_names: tuple[str, ...], name: str | None, *, fixed_key: bool) -> KStream:
+        operator = "process_values" if fixed_key else "process"
+        if not callable(supplier):
+            raise TopologyError(f"{operator}() takes a Processor class or a function returning a Processor, got {supplier!r}", node=operator)
+        missing = [s for s in store_names if s not in self._graph.user_stores]
+        if missing:
+            raise TopologyError(f"{operator}(): no store named {missing[0]!r}; register it first with StreamsBuilder.add_state_store(...)", node=operator)
+        processor = self._name(name, "KSTREAM-PROCESSVALUES" if fixed_key else "KSTREAM-PROCESSOR")
+        node = ProcessNode(processor, supplier, tuple(store_names), f"{processor}-schedules", fixed_key)
+        return self._then(node, changes_key=not fixed_key)
 
     def peek(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> KStream:
         """Call ``action(key, value)`` for every record (side effects only)."""

@@ -44,6 +44,7 @@ from state import (
 from streams._internal.processing.task import TaskProcessor
 from streams._internal.runtime.collector import collect
 from topology.graph import Topology
+from topology.nodes import ProcessNode
 
 _TEST_APPLICATION = "test-application"
 
@@ -106,6 +107,8 @@ class TopologyTestDriver:
                 caching=self.config.caching,
                 fail_on_bad_record=self.config.on_bad_record is BadRecordPolicy.FAIL,
                 late_records_topic=self.config.late_records_topic,
+                application_id=self.config.application_id,
+                wall_clock_ms=self.wall_clock_ms,
             )
             for sub in self.topology.subtopologies
         ]
@@ -124,6 +127,8 @@ class TopologyTestDriver:
             shutil.rmtree(self._state_dir, ignore_errors=True)
 
     def close(self) -> None:
+        for task in self._tasks:
+            task.close()
         self._close_stores(destroy=True)
 
     def __enter__(self) -> TopologyTestDriver:
@@ -135,8 +140,12 @@ class TopologyTestDriver:
     # -- input --------------------------------------------------------------------------------
 
     def advance_wall_clock(self, millis: int) -> None:
-        """Default timestamp of piped records (records without an explicit timestamp)."""
+        """Move the driver's clock: the default timestamp of piped records, and the time
+        wall-clock punctuations see (those due fire now, as in Kafka's driver)."""
         self.wall_clock_ms += millis
+        for task in self._tasks:
+            if any(isinstance(self.topology.nodes[n], ProcessNode) for n in task.subtopology.nodes):
+                self._run(task, {})
 
     def pipe_input(self, topic: str, key: Any, value: Any, timestamp: int | None = None) -> None:
         """One record, one commit."""
@@ -188,16 +197,18 @@ class TopologyTestDriver:
     def _deliver_batch(self, batch: Mapping[str, pa.Table]) -> None:
         for task in self._tasks:
             inputs = {t: records for t, records in batch.items() if t in task.subtopology.source_topics}
-            if not inputs:
-                continue
-            try:
-                result = task.process(inputs)
-            except Exception:
-                self._abort(task)  # a failed batch commits nothing, as a failed task in production
-                raise
-            self.dropped_records += result.dropped_records
-            changelogs = {name: name for name in result.changelogs}
-            collect(result, self, dead_letter_topic=self.config.dlq_topic, changelogs=changelogs, timestamp=0)
+            if inputs:
+                self._run(task, inputs)
+
+    def _run(self, task: TaskProcessor, inputs: Mapping[str, pa.Table]) -> None:
+        try:
+            result = task.process(inputs, wall_clock_ms=self.wall_clock_ms)
+        except Exception:
+            self._abort(task)  # a failed batch commits nothing, as a failed task in production
+            raise
+        self.dropped_records += result.dropped_records
+        changelogs = {name: name for name in result.changelogs}
+        collect(result, self, dead_letter_topic=self.config.dlq_topic, changelogs=changelogs, timestamp=0)
 
     def _abort(self, task: TaskProcessor) -> None:
         for name in task.subtopology.stores:

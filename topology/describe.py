@@ -97,7 +97,7 @@ def describe(
             elif isinstance(node, SinkNode):
                 kind, detail = "Sink", node.topic
             else:
-                kind, detail = "Processor", _java_set(node.stores)
+                kind, detail = "Processor", _java_set(node.described_stores)
             described.append(NodeDescription(name, kind, detail, ordered(children[name]), predecessors(name)))
         result.append(SubtopologyDescription(sub.id, tuple(described)))
     for group in global_stores:

@@ -27,6 +27,8 @@ class GraphBuilder:
         self._nodes: dict[str, Node] = {}
         self._parents: dict[str, tuple[str, ...]] = {}
         self._join_repartitions: dict[str, str] = {}
+        self.user_stores: dict[str, object] = {}
+        """Stores registered with ``StreamsBuilder.add_state_store``, by name."""
 
     def processor_name(self, prefix: str) -> str:
         name = f"{prefix}-{self._index:010d}"

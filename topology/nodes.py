@@ -35,6 +35,11 @@ class Node:
         """The user function this node applies to records, if any."""
         return None
 
+    @property
+    def described_stores(self) -> tuple[str, ...]:
+        """The stores ``describe()`` lists (Kafka's connected stores)."""
+        return self.stores
+
 
 @dataclass(frozen=True)
 class SourceNode(Node):
@@ -165,6 +170,27 @@ class BranchChildNode(Node):
 
     branch: str
     index: int
+
+
+@dataclass(frozen=True)
+class ProcessNode(Node):
+    """``KStream.process / process_values(supplier, *store_names)``: a user processor, made by
+    ``supplier()`` for each task, connected to the user stores ``store_names``. Its punctuation
+    schedules live in ``schedule_store`` (not shown by ``describe()``, as Kafka keeps them
+    internally). ``fixed_key``: ``process_values``, whose records keep their key."""
+
+    supplier: Any
+    store_names: tuple[str, ...]
+    schedule_store: str
+    fixed_key: bool = False
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return (*self.store_names, self.schedule_store)
+
+    @property
+    def described_stores(self) -> tuple[str, ...]:
+        return self.store_names
 
 
 class AggregationKind(Enum):

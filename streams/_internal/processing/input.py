@@ -66,6 +66,15 @@ class SeenInputs:
         self.sizes.append(records.num_rows)
         return self.seqs[topic]
 
+    def stream_times(self, skip: Sequence[str] = ()) -> np.ndarray:
+        """The task's stream time after each record (by ``_seq``): the largest timestamp so far,
+        over its topics except ``skip`` (global tables, which Kafka's stream time ignores)."""
+        by_seq = np.full(self.total, -1, dtype=np.int64)
+        for topic, stamps in zip(self.topics, self.timestamps, strict=True):
+            if topic not in skip:
+                by_seq[self.seqs[topic]] = stamps
+        return np.maximum.accumulate(by_seq) if len(by_seq) else by_seq
+
     def locate(self, seqs: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """Topic, partition, offset and timestamp of the input records ``seqs``."""
         where = np.empty(self.total, dtype=np.int64)  # _seq -> index into the concatenated inputs

@@ -38,6 +38,10 @@ class BuildContext:
     table_changes: dict[str, Any] = field(default_factory=dict)
     """Per table store, the changes its source applied in the current batch, shared with the
     joins that read it (:class:`streams._internal.processing.table.BatchChanges`)."""
+    application_id: str = ""
+    task_id: str = ""
+    wall_clock_ms: int | None = None
+    """The wall-clock time the task starts at (None: the machine's clock; the test driver's own)."""
     ranks: dict[str, int] = field(default_factory=dict)
     """Each node's place in the depth-first walk of a record through the sub-topology (Kafka's
     processing order within one record), filled in when the task is planned."""
@@ -54,6 +58,11 @@ class ProcessContext:
     outputs: dict[str, list[Flow]] = field(default_factory=dict)
     late: list[Flow] = field(default_factory=list)
     dropped_records: int = 0
+    stream_times: Any = None
+    """The task's stream time after each record of the batch, indexed by ``_seq`` (without the
+    time from before the batch: operators that need it keep it)."""
+    wall_clock_ms: int | None = None
+    """The time wall-clock punctuations see (None: the machine's clock)."""
 
     def emit(self, topic: str, flow: Flow) -> None:
         """Records for ``topic`` (logical name), in the order the task produced them."""
@@ -110,3 +119,6 @@ class Operator:
     def store_view(self) -> object | None:
         """A read-only view of this operator's store, for queries, if it has one."""
         return None
+
+    def close(self) -> None:
+        """The task is done with this operator (its user code may release resources)."""

@@ -77,13 +77,16 @@ class TaskProcessor:
         fail_on_bad_record: bool = False,
         late_records_topic: str | None = None,
         entry: str | None = None,
+        application_id: str = "",
+        wall_clock_ms: int | None = None,
     ) -> None:
         self.subtopology = subtopology
         self.task_id = TaskId(subtopology.id, partition)
         self.stores = stores
         self.fail_on_bad_record = fail_on_bad_record
         self.late_records_topic = late_records_topic
-        plan = plan_task(topology, subtopology, BuildContext(stores, caching, topology), entry=entry)
+        build = BuildContext(stores, caching, topology, application_id=application_id, task_id=str(self.task_id), wall_clock_ms=wall_clock_ms)
+        plan = plan_task(topology, subtopology, build, entry=entry)
         self.inputs = plan.inputs
         self.operators = plan.operators
 
@@ -96,12 +99,19 @@ class TaskProcessor:
         queryable = sorted(v.name for v in (o.store_view() for o in self.operators) if v is not None)
         raise KeyError(f"task {self.task_id} has no queryable store named '{name}'; it has {queryable}")
 
-    def process(self, inputs: Mapping[str, pa.Table]) -> TaskResult:
+    def close(self) -> None:
+        """The task is done: operators running user code (processors) close it."""
+        for operator in self.operators:
+            operator.close()
+
+    def process(self, inputs: Mapping[str, pa.Table], *, wall_clock_ms: int | None = None) -> TaskResult:
         """Run one batch: ``inputs`` maps each source topic (logical name) to its records in
         record form (``partition``, ``offset``, ``timestamp``, ``key``, ``value``), offset order."""
         context = ProcessContext(BadRecords(self.fail_on_bad_record, str(self.task_id)))
         seen = SeenInputs.order(inputs, [t for task_input in self.inputs for t in task_input.topics], self.subtopology.global_topics)
         flows: dict[str, Flow] = {task_input.after: task_input.read(inputs, seen, context.bad) for task_input in self.inputs}
+        context.stream_times = seen.stream_times(self.subtopology.global_topics)
+        context.wall_clock_ms = wall_clock_ms
         for operator in self.operators:
             flows[operator.name] = operator.process(concat_flows([flows[p] for p in operator.parents]), context)
 

@@ -89,9 +89,13 @@ class TaskExecutor:
                 fail_on_bad_record=settings.fail_on_bad_record,
                 late_records_topic=settings.late_records_topic,
                 entry=sub.entry,
+                application_id=self.stores.application_id,
             )
             with phases.time("process"):
-                result = processor.process(inputs)
+                try:
+                    result = processor.process(inputs)
+                finally:
+                    processor.close()
             with phases.time("write"):
                 collector = RecordCollector(sub.outputs, task.partition)
                 stamp = max((int(pa.compute.max(t.column("timestamp")).as_py() or 0) for t in inputs.values() if t.num_rows), default=0)

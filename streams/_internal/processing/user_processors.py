@@ -1,0 +1,261 @@
+"""User processors (the Processor API): one instance per task, fed record by record.
+
+The operator makes the processor with its supplier and calls ``init`` before the first record it
+sees (once per task in the test driver, once per micro-batch on Spark, where a task's operators
+live for a batch). Records forwarded while a record is processed, or by a punctuation that fires
+after it, carry that record's ``_seq``, so they keep the task's order downstream.
+
+Punctuation: a ``STREAM_TIME`` schedule fires, after a record, whenever the task's stream time
+(the largest input timestamp so far, over all of the task's topics) has reached its next time,
+then moves on by whole intervals past it, as Kafka's ``PunctuationSchedule`` does; a
+``WALL_CLOCK_TIME`` schedule is checked at the end of every batch. The next times and the stream
+time are kept in the node's schedule store, so schedules continue across batches and restarts.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from conf.errors import ProcessingError
+from sinks.serde import key_bytes_of
+from streams._internal.processing.flow import Flow, flow_schema, infer_array
+from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from topology.nodes import ProcessNode
+from topology.processor_api import Record
+
+_LONG = struct.Struct(">q")
+_STREAM_TIME_KEY = b"stream-time"
+NO_TIME = -1
+
+
+def _store_key(key: Any) -> bytes:
+    """A user key's bytes: Kafka's serializations for strings and numbers (so ``range`` orders
+    them as Kafka's stores do), pickled otherwise."""
+    if isinstance(key, (str, bytes, bool, int, float)):
+        return b"s" + key_bytes_of(key, pa.array([key]).type)
+    return b"p" + pickle.dumps(key, protocol=5)
+
+
+class UserKeyValueStore:
+    """A processor's typed view of a changelogged key-value store (keys stored with their
+    Python value beside the value, so iteration gives them back as they were put)."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+        self.name = store.name
+
+    def get(self, key: Any) -> Any:
+        raw = self._store.get(_store_key(key))
+        return None if raw is None else pickle.loads(raw)[1]
+
+    def put(self, key: Any, value: Any) -> None:
+        if value is None:
+            self.delete(key)
+        else:
+            self._store.put(_store_key(key), pickle.dumps((key, value), protocol=5))
+
+    def put_if_absent(self, key: Any, value: Any) -> Any:
+        current = self.get(key)
+        if current is None:
+            self.put(key, value)
+        return current
+
+    def delete(self, key: Any) -> Any:
+        current = self.get(key)
+        self._store.delete(_store_key(key))
+        return current
+
+    def all(self) -> Iterator[tuple[Any, Any]]:
+        for _, raw in self._store.range(None, b"\xff"):
+            yield pickle.loads(raw)
+
+    def range(self, key_from: Any, key_to: Any) -> Iterator[tuple[Any, Any]]:
+        """Entries with ``key_from <= key <= key_to`` in store order."""
+        for _, raw in self._store.range(_store_key(key_from), _store_key(key_to) + b"\x00"):
+            yield pickle.loads(raw)
+
+    def approximate_num_entries(self) -> int:
+        return sum(1 for _ in self._store.range(None, b"\xff"))
+
+
+@dataclass
+class _Schedule:
+    index: int
+    interval_ms: int
+    kind: Any  # PunctuationType
+    callback: Callable[[int], None]
+    next_ms: int
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def advance(self, now: int) -> None:
+        """Kafka's PunctuationSchedule.next: past ``now`` by whole intervals."""
+        self.next_ms = self.next_ms + self.interval_ms
+        if now >= self.next_ms:
+            self.next_ms = now - ((now - self.next_ms) % self.interval_ms) + self.interval_ms
+
+
+class _Context:
+    """The ProcessorContext a user processor gets."""
+
+    def __init__(self, operator: ProcessOperator) -> None:
+        self._operator = operator
+        self.application_id = operator.application_id
+        self.task_id = operator.task_id
+
+    def forward(self, record) -> None:
+        self._operator.forward(record)
+
+    def get_state_store(self, name: str) -> UserKeyValueStore:
+        if name not in self._operator.user_stores:
+            raise ProcessingError(
+                f"{self._operator.name}: no store named {name!r} is connected; pass it to process(supplier, {name!r})",
+                node=self._operator.name,
+            )
+        return self._operator.user_stores[name]
+
+    def schedule(self, interval_ms: int, punctuation_type, callback: Callable[[int], None]) -> _Schedule:
+        return self._operator.schedule(interval_ms, punctuation_type, callback)
+
+    def current_stream_time_ms(self) -> int:
+        return self._operator.stream_time
+
+    def current_system_time_ms(self) -> int:
+        return self._operator.wall_clock_ms()
+
+
+class ProcessOperator(Operator, node=ProcessNode):
+    node: ProcessNode
+
+    def __init__(self, node: ProcessNode, parents: tuple[str, ...], build: BuildContext) -> None:
+        super().__init__(node, parents, build)
+        self.application_id = build.application_id
+        self.task_id = build.task_id
+        self.user_stores = {name: UserKeyValueStore(build.stores[name]) for name in node.store_names}
+        self.schedule_store = build.stores[node.schedule_store]
+        self.processor = None
+        self.schedules: list[_Schedule] = []
+        self.stream_time = NO_TIME
+        self._out: _Forwarded | None = None
+        self._current: tuple[int, Any] | None = None  # (seq, key) of the record being processed
+        self._wall_clock: int | None = build.wall_clock_ms
+
+    # -- what the context does --------------------------------------------------------------------
+
+    def wall_clock_ms(self) -> int:
+        return self._wall_clock if self._wall_clock is not None else int(time.time() * 1000)
+
+    def forward(self, record) -> None:
+        if self._current is None:
+            raise ProcessingError(f"{self.name}: forward() is for process() and punctuations", node=self.name)
+        seq, key = self._current
+        if self.node.fixed_key and record.key != key:
+            raise ProcessingError(f"{self.name}: process_values() keeps the key; forward records with the key {key!r}, not {record.key!r}", node=self.name)
+        self._out.add(seq, record)
+
+    def schedule(self, interval_ms: int, punctuation_type, callback: Callable[[int], None]) -> _Schedule:
+        if not isinstance(interval_ms, int) or interval_ms <= 0:
+            raise ProcessingError(f"{self.name}: schedule() needs a positive interval in ms, got {interval_ms!r}", node=self.name)
+        index = len(self.schedules)
+        raw = self.schedule_store.get(b"next-%d" % index)
+        start = 0 if punctuation_type.value == "stream_time" else self.wall_clock_ms() + interval_ms
+        entry = _Schedule(index, interval_ms, punctuation_type, callback, start if raw is None else _LONG.unpack(raw)[0])
+        self.schedules.append(entry)
+        return entry
+
+    # -- the batch --------------------------------------------------------------------------------
+
+    def _started(self) -> None:
+        if self.processor is not None:
+            return
+        raw = self.schedule_store.get(_STREAM_TIME_KEY)
+        self.stream_time = NO_TIME if raw is None else _LONG.unpack(raw)[0]
+        processor = self.node.supplier()
+        if not callable(getattr(processor, "process", None)):
+            raise ProcessingError(f"{self.name}: the supplier must return a Processor (with process(record)), got {processor!r}", node=self.name)
+        self.processor = processor
+        if hasattr(processor, "init"):
+            processor.init(_Context(self))
+
+    def process(self, flow: Flow, context: ProcessContext) -> Flow:
+        self._started()  # before taking the batch's clock: schedules start from the task's start
+        self._wall_clock = context.wall_clock_ms
+        out = self._out = _Forwarded()
+        keys, values, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
+        task_times = context.stream_times
+        for i, (key, value) in enumerate(zip(keys, values, strict=True)):
+            seq = int(seqs[i])
+            self._current = (seq, key)
+            try:
+                self.processor.process(Record(key, value, int(stamps[i])))
+            except Exception as e:  # noqa: BLE001 - a failing processor rejects its record, as other user functions do
+                context.bad.reject(seq, self.name, f"{type(e).__name__}: {e}", key, value, error=e)
+            if task_times is not None and seq < len(task_times):
+                self.stream_time = max(self.stream_time, int(task_times[seq]))
+            self._punctuate("stream_time", self.stream_time, seq, context)
+        self._current = (int(seqs[-1]) if len(flow) else -1, None)
+        self._punctuate("wall_clock_time", self.wall_clock_ms(), self._current[0], context)
+        self._current = None
+        self.schedule_store.put(_STREAM_TIME_KEY, _LONG.pack(self.stream_time))
+        for entry in self.schedules:
+            self.schedule_store.put(b"next-%d" % entry.index, _LONG.pack(entry.next_ms))
+        return out.flow(self.name, flow, context)
+
+    def _punctuate(self, kind: str, now: int, seq: int, context: ProcessContext) -> None:
+        for entry in self.schedules:
+            if entry.cancelled or entry.kind.value != kind or now < entry.next_ms or now < 0:
+                continue
+            self._current = (seq, self._current[1] if self._current else None)
+            try:
+                entry.callback(now)
+            except Exception as e:  # noqa: BLE001 - the batch fails, as in Kafka: nothing of it is committed
+                raise ProcessingError(f"{self.name}: a punctuation raised {type(e).__name__}: {e}", node=self.name) from e
+            entry.advance(now)
+
+    def close(self) -> None:
+        if self.processor is not None and hasattr(self.processor, "close"):
+            self.processor.close()
+        self.processor = None
+
+
+class _Forwarded:
+    def __init__(self) -> None:
+        self.seqs: list[int] = []
+        self.keys: list[Any] = []
+        self.values: list[Any] = []
+        self.stamps: list[int] = []
+
+    def add(self, seq: int, record) -> None:
+        self.seqs.append(seq)
+        self.keys.append(record.key)
+        self.values.append(record.value)
+        self.stamps.append(int(record.timestamp))
+
+    def flow(self, node: str, source: Flow, context: ProcessContext) -> Flow:
+        if not self.seqs:
+            return Flow.empty(source.key_type, source.value_type)
+        keys, bad_keys = infer_array(self.keys, source.key_type)
+        values, bad_values = infer_array(self.values, None)
+        table = pa.table(
+            [pa.array(self.seqs, pa.int64()), pa.array(self.stamps, pa.int64()), keys, values],
+            schema=flow_schema(keys.type, values.type, False),
+        )
+        out = Flow(table, False, self.keys, self.values)
+        misfits = sorted(set(bad_keys) | set(bad_values))
+        if not misfits:
+            return out
+        ok = np.ones(len(out), dtype=bool)
+        for i in misfits:
+            ok[i] = False
+            context.bad.reject(self.seqs[i], node, f"forwarded key {self.keys[i]!r} or value {self.values[i]!r} does not fit the stream's types", self.keys[i], self.values[i])
+        return out.filter(ok)
