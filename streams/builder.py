@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pyarrow as pa
 
 from conf.errors import TopologyError
@@ -24,19 +27,26 @@ class StreamsBuilder:
         key_type: pa.DataType | None = None,
         value_type: pa.DataType | None = None,
         name: str | None = None,
+        timestamp_extractor: Callable[[Any, Any, int], int] | None = None,
     ) -> KStream:
         """The records of one or more topics (each partition read in offset order).
 
         ``key_type``/``value_type`` declare what the topology expects (Kafka's ``Consumed``
-        serdes); a topic whose columns differ stops the application at start, naming the column."""
+        serdes); a topic whose columns differ stops the application at start, naming the column.
+        ``timestamp_extractor(key, value, record_timestamp) -> int`` gives each record its event
+        time (Kafka's ``Consumed.withTimestampExtractor``); one that raises or returns a negative
+        or non-integer time sends the record to the dead-letter topic."""
         names = [topics] if isinstance(topics, str) else list(topics)
         if not names or not all(isinstance(t, str) and t for t in names):
             raise TopologyError(f"stream() takes a topic name or a list of them, got {topics!r}", node="stream")
+        if timestamp_extractor is not None and not callable(timestamp_extractor):
+            raise TopologyError(f"stream(): timestamp_extractor is a function (key, value, timestamp) -> int, got {timestamp_extractor!r}", node="stream")
         node = SourceNode(
             _named(self._graph, name, "KSTREAM-SOURCE"),
             tuple(names),
             key_type=key_type,
             value_type=value_type,
+            timestamp_extractor=timestamp_extractor,
         )
         return KStream(self._graph, self._graph.add(node))
 

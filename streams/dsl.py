@@ -336,17 +336,30 @@ class KStream:
 
     def to(
         self,
-        topic: str,
+        topic: str | Callable[[Any, Any], str],
         *,
+        topics: list[str] | tuple[str, ...] | None = None,
         key_column: str = "key",
         value_column: str = "value",
         name: str | None = None,
     ) -> None:
-        """Write to ``topic``. If the application creates it, the key goes to column
-        ``key_column``, a scalar value to ``value_column`` (struct values: one column per field)."""
-        if not isinstance(topic, str) or not topic:
-            raise TopologyError(f"to() takes a topic name, got {topic!r}", node="to")
-        node = SinkNode(self._name(name, "KSTREAM-SINK"), topic, key_column=key_column, value_column=value_column)
+        """Write to ``topic``; or, with a function ``topic(key, value) -> name`` (Kafka's
+        TopicNameExtractor), to the topic it names per record, one of ``topics`` (declared up
+        front; a record naming another goes to the dead-letter topic). If the application creates
+        a topic, the key goes to column ``key_column``, a scalar value to ``value_column`` (struct
+        values: one column per field)."""
+        processor = self._name(name, "KSTREAM-SINK")
+        if callable(topic) and not isinstance(topic, str):
+            if not topics or not all(isinstance(t, str) and t for t in topics):
+                raise TopologyError("to(extractor, topics=[...]): declare the topics the extractor may choose", node="to")
+            fn = user_function(topic, operator="to")
+            if fn.kind is not FunctionKind.PYTHON:
+                raise TopologyError("to(): a topic extractor is a Python callable (key, value) -> topic", node="to")
+            node = SinkNode(processor, "", key_column=key_column, value_column=value_column, extractor=fn, extracted_topics=tuple(dict.fromkeys(topics)))
+        else:
+            if not isinstance(topic, str) or not topic:
+                raise TopologyError(f"to() takes a topic name or a function choosing one, got {topic!r}", node="to")
+            node = SinkNode(processor, topic, key_column=key_column, value_column=value_column)
         self._graph.add(node, [self._node])
 
     # -- misuse -------------------------------------------------------------------------------

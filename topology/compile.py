@@ -57,7 +57,10 @@ def compile_subtopology(topology: Topology, sub: SubTopology) -> CompiledSubtopo
     topics = tuple(t for n in sources for t in topology.nodes[n].topics)
     steps: list[str] = []
     current = sources[0]
-    external = len(sources) == 1 and len(topics) == 1 and topics[0] not in topology.internal_topics and not sub.global_topics
+    external = (
+        len(sources) == 1 and len(topics) == 1 and topics[0] not in topology.internal_topics and not sub.global_topics
+        and topology.nodes[sources[0]].timestamp_extractor is None
+    )
     while external and len(topology.children[current]) == 1:
         child = topology.children[current][0]
         node = topology.nodes[child]

@@ -27,7 +27,7 @@ class NodeDescription:
         if self.kind == "Source":
             return f"Source: {self.name} (topics: {self.detail})\n      --> {successors}"
         if self.kind == "Sink":
-            return f"Sink: {self.name} (topic: {self.detail})\n      <-- {predecessors}"
+            return f"Sink: {self.name} ({self.detail})\n      <-- {predecessors}"
         return f"Processor: {self.name} (stores: {self.detail})\n      --> {successors}\n      <-- {predecessors}"
 
 
@@ -94,8 +94,10 @@ def describe(
             node = nodes[name]
             if isinstance(node, SourceNode):
                 kind, detail = "Source", _java_set(node.topics)
+            elif isinstance(node, SinkNode) and node.extractor is not None:
+                kind, detail = "Sink", f"extractor class: {node.extractor.describe()}"
             elif isinstance(node, SinkNode):
-                kind, detail = "Sink", node.topic
+                kind, detail = "Sink", f"topic: {node.topic}"
             else:
                 kind, detail = "Processor", _java_set(node.described_stores)
             described.append(NodeDescription(name, kind, detail, ordered(children[name]), predecessors(name)))

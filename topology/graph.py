@@ -159,7 +159,7 @@ class Topology:
     @property
     def sink_topics(self) -> tuple[str, ...]:
         """Output topics written for the outside world."""
-        return tuple(dict.fromkeys(n.topic for n in self.nodes.values() if isinstance(n, SinkNode) and not n.internal))
+        return tuple(dict.fromkeys(t for n in self.nodes.values() if isinstance(n, SinkNode) and not n.internal for t in n.topics))
 
     def physical_topic(self, application_id: str, topic: str) -> str:
         """Repartition topics get the application id as prefix, as in Kafka."""

@@ -52,6 +52,9 @@ class SourceNode(Node):
     application starts."""
     is_global: bool = False
     """Feeds a global table: every task reading the table reads all of the topic's partitions."""
+    timestamp_extractor: Any = None
+    """``extractor(key, value, record_timestamp) -> timestamp`` (Kafka's TimestampExtractor):
+    the record's event time, before anything (the task's order included) looks at it."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,19 @@ class SinkNode(Node):
     internal: bool = False
     key_column: str = "key"
     value_column: str = "value"
+    extractor: UserFunction | None = None
+    """``to(extractor, topics=...)``: ``extractor(key, value)`` names each record's topic, one
+    of ``extracted_topics`` (declared up front, so the topics exist before records arrive)."""
+    extracted_topics: tuple[str, ...] = ()
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """Every topic this sink may write."""
+        return self.extracted_topics if self.extractor is not None else (self.topic,)
+
+    @property
+    def function(self) -> UserFunction | None:
+        return self.extractor
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ def split_subtopologies(
                 id=group_id,
                 nodes=names,
                 source_topics=tuple(t for n in members if isinstance(n, SourceNode) for t in n.topics) + global_topics,
-                sink_topics=tuple(dict.fromkeys(n.topic for n in members if isinstance(n, SinkNode))),
+                sink_topics=tuple(dict.fromkeys(t for n in members if isinstance(n, SinkNode) for t in n.topics)),
                 stores=tuple(dict.fromkeys([s for n in members for s in n.stores] + [g.store for g in reads])),
                 global_topics=global_topics,
                 global_nodes=tuple(n for g in reads for n in g.nodes),

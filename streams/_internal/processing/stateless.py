@@ -148,11 +148,24 @@ class SinkOperator(Operator, node=SinkNode):
 
     @property
     def emits(self) -> tuple[str, ...]:
-        return (self.node.topic,)
+        return self.node.topics
 
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         # Emitted even when empty: the typed empty table tells the runtime the topic's schema.
-        context.emit(self.node.topic, flow)
+        if self.node.extractor is None:
+            context.emit(self.node.topic, flow)
+            return flow
+        names, ok = _call_each(self.name, self.node.extractor, flow, context.bad)
+        declared = self.node.extracted_topics
+        for i in np.flatnonzero(ok):
+            if names[i] not in declared:
+                ok[i] = False
+                context.bad.reject(
+                    flow.seqs[i], self.name, f"the topic extractor chose {names[i]!r}, not one of the declared topics {list(declared)}", flow.keys()[i], flow.values()[i]
+                )
+        chosen = np.array([n if k else "" for n, k in zip(names, ok, strict=True)], dtype=object)
+        for topic in declared:
+            context.emit(topic, flow.filter(chosen == topic))
         return flow
 
 

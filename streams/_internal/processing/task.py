@@ -22,7 +22,8 @@ from streams._internal.processing.input import SeenInputs
 from streams._internal.processing.operator import BuildContext, ProcessContext
 from streams._internal.processing.plan import plan_task
 from topology.graph import SubTopology, Topology
-from topology.records import KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
+from topology.nodes import SourceNode
+from topology.records import KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
 
 DEAD_LETTER_VALUE = pa.struct(
     [
@@ -87,6 +88,12 @@ class TaskProcessor:
         self.late_records_topic = late_records_topic
         build = BuildContext(stores, caching, topology, application_id=application_id, task_id=str(self.task_id), wall_clock_ms=wall_clock_ms)
         plan = plan_task(topology, subtopology, build, entry=entry)
+        self.extractors = {
+            topic: node.timestamp_extractor
+            for node in (topology.nodes[i.after] for i in plan.inputs)
+            if isinstance(node, SourceNode) and node.timestamp_extractor is not None
+            for topic in node.topics
+        }
         self.inputs = plan.inputs
         self.operators = plan.operators
 
@@ -108,6 +115,8 @@ class TaskProcessor:
         """Run one batch: ``inputs`` maps each source topic (logical name) to its records in
         record form (``partition``, ``offset``, ``timestamp``, ``key``, ``value``), offset order."""
         context = ProcessContext(BadRecords(self.fail_on_bad_record, str(self.task_id)))
+        if self.extractors:
+            inputs = {t: extract_timestamps(records, self.extractors[t]) if t in self.extractors else records for t, records in inputs.items()}
         seen = SeenInputs.order(inputs, [t for task_input in self.inputs for t in task_input.topics], self.subtopology.global_topics)
         flows: dict[str, Flow] = {task_input.after: task_input.read(inputs, seen, context.bad) for task_input in self.inputs}
         context.stream_times = seen.stream_times(self.subtopology.global_topics)
@@ -148,6 +157,29 @@ class TaskProcessor:
             },
             schema=DEAD_LETTER_SCHEMA,
         )
+
+
+def extract_timestamps(records: pa.Table, extractor) -> pa.Table:
+    """``records`` with the extractor's timestamps; a record it fails on keeps a null timestamp
+    and is marked rejected with the reason (read as a bad record)."""
+    keys, values, stamps = (records.column(c).to_pylist() for c in (KEY, VALUE, TIMESTAMP))
+    extracted: list[int | None] = []
+    reasons: list[str | None] = list(records.column(REJECTED).to_pylist()) if REJECTED in records.column_names else [None] * len(keys)
+    for i, (key, value, stamp) in enumerate(zip(keys, values, stamps, strict=True)):
+        try:
+            ts = extractor(key, value, stamp)
+            if isinstance(ts, bool) or not isinstance(ts, int) or ts < 0:
+                raise ValueError(f"it returned {ts!r}, not a non-negative int")
+        except Exception as e:  # noqa: BLE001 - any failure marks the record, not the batch
+            extracted.append(None)
+            reasons[i] = reasons[i] or f"the timestamp extractor failed: {type(e).__name__}: {e}"
+            continue
+        extracted.append(ts)
+    table = records.set_column(records.schema.get_field_index(TIMESTAMP), TIMESTAMP, pa.array(extracted, pa.int64()))
+    rejected = pa.array(reasons, pa.string())
+    if REJECTED in table.column_names:
+        return table.set_column(table.schema.get_field_index(REJECTED), REJECTED, rejected)
+    return table.append_column(REJECTED, rejected)
 
 
 def _output(flow: Flow) -> pa.Table:

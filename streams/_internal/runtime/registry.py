@@ -98,7 +98,7 @@ class TopicRegistry:
             for name in sub.nodes:
                 node = self.topology.nodes[name]
                 if isinstance(node, SinkNode):
-                    jobs.append((node.topic, self.partitions(node.topic), node.key_column, node.value_column, None))
+                    jobs += [(topic, self.partitions(topic), node.key_column, node.value_column, None) for topic in node.topics]
             for store in sub.stores:
                 layout = TopicLayout.of(partitions=self.tasks(sub), key_type=pa.binary(), value_type=pa.binary())
                 jobs.append((self.changelog_topic(store), layout.partitions, "key", "value", layout))
