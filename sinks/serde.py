@@ -70,6 +70,27 @@ def key_bytes(values: pa.Array | pa.ChunkedArray) -> list[bytes | None]:
     return [None if v is None else json_bytes(v) for v in values.to_pylist()]
 
 
+def key_from_bytes(raw: bytes, type_: pa.DataType) -> Any:
+    """The Python value :func:`key_bytes` serialized as ``raw`` for Arrow type ``type_``."""
+    if pat.is_dictionary(type_):
+        return key_from_bytes(raw, type_.value_type)
+    if pat.is_string(type_) or pat.is_large_string(type_) or pat.is_string_view(type_):
+        return raw.decode()
+    if pat.is_binary(type_) or pat.is_large_binary(type_) or pat.is_fixed_size_binary(type_) or pat.is_binary_view(type_):
+        return raw
+    if type_ in _INT32_TYPES:
+        return int(np.frombuffer(raw, ">i4")[0])
+    if type_ in _INT64_TYPES:
+        return int(np.frombuffer(raw, ">i8")[0])
+    if pat.is_float64(type_):
+        return float(np.frombuffer(raw, ">f8")[0])
+    if pat.is_float32(type_):
+        return float(np.frombuffer(raw, ">f4")[0])
+    if pat.is_boolean(type_):
+        return raw == b"\x01"
+    return json.loads(raw)
+
+
 def key_bytes_of(value: Any, type_: pa.DataType) -> bytes:
     """Serialize one Python value of Arrow type ``type_``."""
     out = key_bytes(pa.array([value], type=type_))[0]

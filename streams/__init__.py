@@ -24,7 +24,7 @@ from streams.builder import StreamsBuilder
 from streams.dsl import BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream
 from streams.options import Branched, Printed
 from streams.testing import TestRecord, TopologyTestDriver
-from streams.windows import JoinWindows, SessionWindows, Suppressed, TimeWindows
+from streams.windows import EmitStrategy, JoinWindows, SessionWindows, Suppressed, TimeWindows
 from topology.graph import Topology
 from topology.records import Windowed
 
@@ -33,6 +33,7 @@ __all__ = [
     "BranchedKStream",
     "ConfigError",
     "DeltaStreamsError",
+    "EmitStrategy",
     "GlobalKTable",
     "JoinWindows",
     "KGroupedStream",

@@ -13,7 +13,7 @@ from typing import Any
 
 from conf.errors import TopologyError
 from streams.options import Branched, Printed
-from streams.windows import JoinWindows, SessionWindows, Suppressed, TimeWindows
+from streams.windows import EmitStrategy, JoinWindows, SessionWindows, Suppressed, TimeWindows
 from topology.functions import FunctionKind, check_callable, joiner_function, user_function
 from topology.graph import GraphBuilder
 from topology.nodes import (
@@ -449,7 +449,7 @@ class _Grouped:
     _repartition_required: bool
     _group_name: str | None
 
-    def _aggregate(self, aggregation: Aggregation, windows: Windows | None, name: str | None, sessions: SessionWindows | None = None, merger: Any = None) -> KTable:
+    def _aggregate(self, aggregation: Aggregation, windows: Windows | None, name: str | None, sessions: SessionWindows | None = None, merger: Any = None, *, emit_final: bool = False) -> KTable:
         prefix = _AGGREGATE_PREFIX[aggregation.kind]
         # Kafka's order: the store name takes a counter value first, then the processor, then
         # the repartition nodes.
@@ -463,7 +463,7 @@ class _Grouped:
         if sessions is not None:
             self._graph.add(SessionAggregateNode(processor, store, aggregation, sessions.spec(), merger), [parent])
             return KTable(self._graph, processor, _sessions=sessions)
-        self._graph.add(AggregateNode(processor, store, aggregation, windows), [parent])
+        self._graph.add(AggregateNode(processor, store, aggregation, windows, emit_final), [parent])
         return KTable(self._graph, processor, windows)
 
     def count(self, *, name: str | None = None) -> KTable:
@@ -552,9 +552,20 @@ class TimeWindowedKStream(_Grouped):
     """A grouped stream aggregated per time window; results are keyed by (key, window)."""
 
     _time_windows: TimeWindows = TimeWindows()
+    _emit_final: bool = False
 
     def _windows(self, operator: str) -> Windows:
         return self._time_windows.spec(operator)
+
+    def emit_strategy(self, strategy: EmitStrategy) -> TimeWindowedKStream:
+        """``EmitStrategy.on_window_close()``: forward each window's result once, when the window
+        closes; ``on_window_update()``: every revision (the default)."""
+        if not isinstance(strategy, EmitStrategy):
+            raise TopologyError(f"emit_strategy() takes EmitStrategy.on_window_close() or on_window_update(), got {strategy!r}", node="emit_strategy")
+        return TimeWindowedKStream(self._graph, self._node, self._repartition_required, self._group_name, self._time_windows, strategy.final)
+
+    def _aggregate(self, aggregation: Aggregation, windows: Windows | None, name: str | None, sessions: SessionWindows | None = None, merger: Any = None, *, emit_final: bool = False) -> KTable:
+        return super()._aggregate(aggregation, windows, name, sessions, merger, emit_final=self._emit_final)
 
 
 @dataclass(frozen=True)

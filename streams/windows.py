@@ -142,6 +142,23 @@ class JoinWindows:
 
 
 @dataclass(frozen=True)
+class EmitStrategy:
+    """When a windowed aggregation forwards results: ``on_window_update()`` (every revision, the
+    default) or ``on_window_close()`` (each window once, when stream time passes its end plus
+    grace: its final result, as Kafka 3.3+'s emit-final)."""
+
+    final: bool = False
+
+    @classmethod
+    def on_window_update(cls) -> EmitStrategy:
+        return cls(final=False)
+
+    @classmethod
+    def on_window_close(cls) -> EmitStrategy:
+        return cls(final=True)
+
+
+@dataclass(frozen=True)
 class Suppressed:
     """How a KTable's updates are held back. Only ``until_window_closes`` exists (emit-final):
     one result per window, once stream time passes ``window end + grace``."""

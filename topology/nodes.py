@@ -232,6 +232,9 @@ class AggregateNode(Node):
     store: str
     aggregation: Aggregation
     windows: Windows | None = None
+    emit_final: bool = False
+    """``emit_strategy(EmitStrategy.on_window_close())``: forward each window once, when it
+    closes, instead of every revision."""
 
     @property
     def stores(self) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sinks.serde import key_bytes, key_bytes_of
+from sinks.serde import key_bytes, key_bytes_of, key_from_bytes
 from state import ReadOnlyKeyValueStore, ReadOnlyWindowStore, TimeKeyedStore
 from streams._internal.processing.flow import BadRecords, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
@@ -37,6 +37,16 @@ from topology.nodes import AggregateNode, AggregationKind
 from topology.records import KEY, VALUE
 
 _COUNT = struct.Struct(">qq")
+_LONG = struct.Struct(">q")
+_LAST_EMIT_KEY = b"\xff\xfflast-emitted-close-time"
+
+
+def _windows_for(t: int, windows) -> set[int]:
+    """Starts of the windows containing ``t`` (Kafka's TimeWindows.windowsFor)."""
+    if t < 0:
+        return set()
+    first = max(0, t - windows.size_ms + windows.advance_ms) // windows.advance_ms * windows.advance_ms
+    return set(range(first, t + 1, windows.advance_ms))
 
 
 @dataclass(frozen=True)
@@ -164,9 +174,56 @@ class AggregateOperator(Operator, node=AggregateNode):
             updates = np.bincount(record[kept], minlength=len(flow))
             windows_per_record = np.bincount(record, minlength=len(flow))
             context.emit_late(flow.filter((windows_per_record > 0) & (updates == 0)))
+        if self.node.emit_final:
+            revisions = self._closed_windows(flow, assignment.stream_time, distinct_keys.type)
         if self.window_store is not None:
             self._advance(int(assignment.final_stream_time))
         return revisions
+
+    # -- emit on window close ---------------------------------------------------------------------
+
+    def _closed_windows(self, flow: Flow, stream_times: np.ndarray, key_type: pa.DataType) -> Flow:
+        """Kafka's emit-final (KStreamWindowAggregate with ON_WINDOW_CLOSE): after each record,
+        if the close time (stream time - grace) moved past the last emitted one and a window
+        closed since, forward the windows starting in the newly closed range, in the order
+        Kafka's window store iterates them (by segment, then key, then start)."""
+        w = self.windows
+        raw_last = self.kv.get(_LAST_EMIT_KEY)
+        last = None if raw_last is None else _LONG.unpack(raw_last)[0]
+        events: list[tuple[int, int, int]] = []  # (record, lowest start, highest start)
+        for i, st in enumerate(stream_times):
+            close = int(st) - w.grace_ms
+            if last is not None and last >= close:
+                continue
+            upper = close - w.size_ms
+            if upper < 0:
+                continue
+            lower = 0 if last is None else max(0, last - w.size_ms) + 1
+            if last is not None and _windows_for(upper, w) == _windows_for(lower - 1, w):
+                continue  # no window closed since the last emission
+            events.append((i, lower, upper))
+            last = close
+        if last is not None:
+            self.kv.put(_LAST_EMIT_KEY, _LONG.pack(last))
+        segment = max((w.size_ms + w.grace_ms) // 2, 60_000)
+        rows, starts, keys, values, stamps = [], [], [], [], []
+        stored = list(self.window_store.up_to(events[-1][2])) if events else []
+        for i, lower, upper in events:
+            closed = sorted(((start, kb, raw) for start, kb, raw in stored if lower <= start <= upper), key=lambda e: (e[0] // segment, e[1], e[0]))
+            for start, kb, raw in closed:
+                aggregate, ts = self._decode(raw)
+                rows.append(i), starts.append(start), keys.append(key_from_bytes(kb, key_type)), values.append(aggregate), stamps.append(ts)
+        value_type = pa.int64() if self.node.aggregation.kind is AggregationKind.COUNT else None
+        array, misfits = infer_array(values, value_type)
+        if misfits:
+            raise TypeError(f"{self.name}: aggregate values of different types cannot form one table: {values[misfits[0]]!r}")
+        starts_array = pa.array(starts, pa.int64())
+        table = pa.table(
+            [pa.array(flow.seqs[np.asarray(rows, dtype=np.int64)], pa.int64()), pa.array(stamps, pa.int64()), starts_array,
+             pc.add(starts_array, w.size_ms), pa.array(keys, key_type), array],
+            schema=flow_schema(key_type, array.type, True),
+        )
+        return Flow(table, True)
 
     def _group(self, record, start, end, key_index, distinct_bytes) -> _Pairs:
         if len(record) == 0:
