@@ -520,6 +520,12 @@ class SessionWindowedKStream:
     def _grouped(self) -> _Grouped:
         return _Grouped(self._graph, self._node, self._repartition_required, self._group_name)
 
+    def emit_strategy(self, strategy: EmitStrategy) -> SessionWindowedKStream:
+        """Only ``EmitStrategy.on_window_update()`` (every revision) for sessions, so far."""
+        if not isinstance(strategy, EmitStrategy) or strategy.final:
+            raise TopologyError("emit_strategy(): session windows emit on every update only (on_window_close is not built yet for sessions)", node="emit_strategy")
+        return self
+
     def count(self, *, name: str | None = None) -> KTable:
         """Records per session (records with a null value are skipped and counted as dropped)."""
         merger = lambda key, one, two: one + two  # noqa: E731 - Kafka's count merger

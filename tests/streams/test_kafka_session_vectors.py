@@ -128,3 +128,13 @@ def test_session_window_aggregate_processor_should_skip_late_record_with_nonzero
     keys = [window[0] for window, _, _ in processed(driver)]
     assert "OnTime2" in keys and "Late1" not in keys
     assert driver.dropped_records == 1
+
+
+def test_sessions_do_not_emit_on_close_yet():
+    from conf.errors import TopologyError
+    from streams import EmitStrategy
+
+    sessions = StreamsBuilder().stream("input").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(5))
+    assert sessions.emit_strategy(EmitStrategy.on_window_update()) is sessions
+    with pytest.raises(TopologyError, match="not built yet"):
+        sessions.emit_strategy(EmitStrategy.on_window_close())
