@@ -26,7 +26,7 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from conf import StreamsConfig
+from jobs.example_cli import add_run_command, run_example
 from streams import StreamsBuilder, Topology
 from streams.errors import DeltaStreamsError
 from streams.processor import Processor, PunctuationType, Stores
@@ -136,14 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--rounds", type=int, default=5)
     gen.add_argument("--per-round", type=int, default=1000)
     gen.add_argument("--seed", type=int, default=0)
-    run = commands.add_parser("run", help="run the job on Spark")
-    run.add_argument("--root", required=True)
-    run.add_argument("--guarantee", choices=("exactly_once", "at_least_once"), default="exactly_once")
-    run.add_argument("--commit-interval-ms", type=int, default=1000)
-    run.add_argument("--max-records-per-batch", type=int, default=1_000_000)
-    run.add_argument("--until-caught-up", action="store_true")
-    run.add_argument("--timeout-s", type=float, default=None)
-    run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any setting of conf/defaults.toml")
+    add_run_command(commands)
     results = commands.add_parser("results", help="print the unique events, sorted")
     results.add_argument("--root", required=True)
     results.add_argument("--reference", action="store_true", help="the independent computation instead of the job's output")
@@ -155,20 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             generate(args.root, rounds=args.rounds, per_round=args.per_round, seed=args.seed)
             print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
         elif args.command == "run":
-            from streams.app import StreamsApp
-            from streams.console import run_from_terminal
-
-            settings = {
-                "application_id": APPLICATION_ID,
-                "root": args.root,
-                "processing_guarantee": args.guarantee,
-                "commit_interval_ms": args.commit_interval_ms,
-                "max_records_per_batch": args.max_records_per_batch,
-            }
-            for item in args.set or ():
-                key, _, value = item.partition("=")
-                settings[key] = value
-            return run_from_terminal(StreamsApp(build_topology(), StreamsConfig.load(settings)), until_caught_up=args.until_caught_up, timeout_s=args.timeout_s)
+            return run_example(args, APPLICATION_ID, build_topology)
         else:
             events = reference_events(args.root) if args.reference else read_results(args.root)
             for (event_id, payload), n in sorted(events.items()):

@@ -26,8 +26,8 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
-_LONG = struct.Struct(">q")
-_TIME = struct.Struct(">Q")
+from state._internal.ordered import get_long, pack_long, pack_time, unpack_long, unpack_time
+
 _LEN = struct.Struct(">I")
 _OBSERVED_KEY = b"\xff\xffobserved-stream-time"
 _FLOOR_KEY = b"\xff\xffpurge-floor"
@@ -40,20 +40,6 @@ LEFT, RIGHT = 1, 0
 """Kafka's join side byte in the outer store's key."""
 
 
-def _pack_time(time: int) -> bytes:
-    # Unsigned, offset by 2**63, so that bytes sort as times do, negative ones included.
-    return _TIME.pack(time + 2**63)
-
-
-def _unpack_time(raw: bytes, offset: int = 0) -> int:
-    return _TIME.unpack_from(raw, offset)[0] - 2**63
-
-
-def _get_long(store, key: bytes, default: int | None) -> int | None:
-    raw = store.get(key)
-    return default if raw is None else _LONG.unpack(raw)[0]
-
-
 class JoinWindowStore:
     """One side's records, by key and time, duplicates kept (over a ChangeLoggingStore)."""
 
@@ -61,14 +47,14 @@ class JoinWindowStore:
         self.store = store
         self.name = store.name
         self.retention_ms = retention_ms
-        self.observed = _get_long(store, _OBSERVED_KEY, NO_TIME)
-        self._next_seq = _get_long(store, _SEQ_KEY, 0)
+        self.observed = get_long(store, _OBSERVED_KEY, NO_TIME)
+        self._next_seq = get_long(store, _SEQ_KEY, 0)
         self._cached: dict[bytes, list[tuple[int, int, Any]]] = {}
 
     def begin_batch(self) -> None:
         """Re-read the bookkeeping: the previous batch's writes were committed or thrown away."""
-        self.observed = _get_long(self.store, _OBSERVED_KEY, NO_TIME)
-        self._next_seq = _get_long(self.store, _SEQ_KEY, 0)
+        self.observed = get_long(self.store, _OBSERVED_KEY, NO_TIME)
+        self._next_seq = get_long(self.store, _SEQ_KEY, 0)
         self._cached.clear()
 
     def preload(self, keys) -> None:
@@ -89,7 +75,7 @@ class JoinWindowStore:
             entries = []
             for raw_key, raw_value in self.store.range(prefix, prefix + b"\xff" * 17):
                 n = len(prefix)
-                entries.append((_unpack_time(raw_key, n), _LONG.unpack_from(raw_key, n + 8)[0], pickle.loads(raw_value)))
+                entries.append((unpack_time(raw_key, n), unpack_long(raw_key, n + 8), pickle.loads(raw_value)))
             self._cached[key] = entries
         return entries
 
@@ -100,9 +86,9 @@ class JoinWindowStore:
         entries = self._entries(key)  # read before writing, or the cache would hold it twice
         seq = self._next_seq
         self._next_seq += 1
-        data_key = self._prefix(key) + _pack_time(time) + _LONG.pack(seq)
+        data_key = self._prefix(key) + pack_time(time) + pack_long(seq)
         self.store.put(data_key, pickle.dumps(value, protocol=5))
-        self.store.put(b"t" + _pack_time(time) + _LONG.pack(seq), data_key)
+        self.store.put(b"t" + pack_time(time) + pack_long(seq), data_key)
         bisect.insort(entries, (time, seq, value), key=lambda e: (e[0], e[1]))
 
     def fetch(self, key: bytes, time_from: int, time_to: int) -> list[tuple[int, Any]]:
@@ -118,18 +104,18 @@ class JoinWindowStore:
 
     def end_batch(self) -> None:
         """Persist the bookkeeping and purge what fell out of retention."""
-        self.store.put(_OBSERVED_KEY, _LONG.pack(self.observed))
-        self.store.put(_SEQ_KEY, _LONG.pack(self._next_seq))
+        self.store.put(_OBSERVED_KEY, pack_long(self.observed))
+        self.store.put(_SEQ_KEY, pack_long(self._next_seq))
         cutoff = self.observed - self.retention_ms  # times <= cutoff are dead
-        floor = _get_long(self.store, _FLOOR_KEY, None)
+        floor = get_long(self.store, _FLOOR_KEY, None)
         if self.observed == NO_TIME or (floor is not None and cutoff < floor):
             return
-        lo = b"t" if floor is None else b"t" + _pack_time(floor)
-        dead = list(self.store.range(lo, b"t" + _pack_time(cutoff + 1)))
+        lo = b"t" if floor is None else b"t" + pack_time(floor)
+        dead = list(self.store.range(lo, b"t" + pack_time(cutoff + 1)))
         for index_key, data_key in dead:
             self.store.delete(index_key)
             self.store.delete(data_key)
-        self.store.put(_FLOOR_KEY, _LONG.pack(cutoff + 1))
+        self.store.put(_FLOOR_KEY, pack_long(cutoff + 1))
         self._cached.clear()
 
 
@@ -146,25 +132,25 @@ class OuterJoinStore:
         """``(stream_time, min_time)`` as committed (``min_time`` None: Kafka's Long.MAX_VALUE)."""
         self._keys = None
         self._lists.clear()
-        return _get_long(self.store, _STREAM_TIME_KEY, NO_TIME), _get_long(self.store, _MIN_TIME_KEY, None)
+        return get_long(self.store, _STREAM_TIME_KEY, NO_TIME), get_long(self.store, _MIN_TIME_KEY, None)
 
     def end_batch(self, stream_time: int, min_time: int | None) -> None:
-        self.store.put(_STREAM_TIME_KEY, _LONG.pack(stream_time))
+        self.store.put(_STREAM_TIME_KEY, pack_long(stream_time))
         if min_time is None:
             self.store.delete(_MIN_TIME_KEY)
         else:
-            self.store.put(_MIN_TIME_KEY, _LONG.pack(min_time))
+            self.store.put(_MIN_TIME_KEY, pack_long(min_time))
         self._keys = None
         self._lists.clear()
 
     @staticmethod
     def entry_key(time: int, side: int, key: bytes) -> bytes:
-        return _pack_time(time) + bytes((side,)) + key
+        return pack_time(time) + bytes((side,)) + key
 
     @staticmethod
     def split(entry_key: bytes) -> tuple[int, int]:
         """``(time, side)`` of an entry key."""
-        return _unpack_time(entry_key), entry_key[8]
+        return unpack_time(entry_key), entry_key[8]
 
     def _load(self) -> list[bytes]:
         if self._keys is None:

@@ -17,26 +17,13 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
-_LONG = struct.Struct(">q")
-_TIME = struct.Struct(">Q")
+from state._internal.ordered import get_long, pack_long, pack_time, unpack_time
+
 _LEN = struct.Struct(">I")
 _OBSERVED_KEY = b"\xff\xffobserved-stream-time"
 _STREAM_TIME_KEY = b"\xff\xffstream-time"
 _FLOOR_KEY = b"\xff\xffpurge-floor"
 NO_TIME = -1
-
-
-def _pack_time(time: int) -> bytes:
-    return _TIME.pack(time + 2**63)
-
-
-def _unpack_time(raw: bytes, offset: int) -> int:
-    return _TIME.unpack_from(raw, offset)[0] - 2**63
-
-
-def _get_long(store, key: bytes) -> int:
-    raw = store.get(key)
-    return NO_TIME if raw is None else _LONG.unpack(raw)[0]
 
 
 Session = tuple[int, int, Any]
@@ -54,8 +41,8 @@ class SessionStore:
 
     def begin_batch(self) -> None:
         """Re-read the bookkeeping: the previous batch's writes were committed or thrown away."""
-        self.observed = _get_long(self.store, _OBSERVED_KEY)
-        self.stream_time = _get_long(self.store, _STREAM_TIME_KEY)
+        self.observed = get_long(self.store, _OBSERVED_KEY, NO_TIME)
+        self.stream_time = get_long(self.store, _STREAM_TIME_KEY, NO_TIME)
         self._cached: dict[bytes, list[Session]] = {}
 
     @staticmethod
@@ -72,7 +59,7 @@ class SessionStore:
             prefix = self._prefix(key)
             n = len(prefix)
             sessions = [
-                (_unpack_time(raw_key, n + 8), _unpack_time(raw_key, n), pickle.loads(raw_value))
+                (unpack_time(raw_key, n + 8), unpack_time(raw_key, n), pickle.loads(raw_value))
                 for raw_key, raw_value in self.store.range(prefix, prefix + b"\xff" * 17)
             ]
             self._cached[key] = sessions
@@ -91,9 +78,9 @@ class SessionStore:
     def put(self, key: bytes, start: int, end: int, aggregate: Any) -> None:
         sessions = self._sessions(key)
         self.observed = max(self.observed, end)
-        session_key = self._prefix(key) + _pack_time(end) + _pack_time(start)
+        session_key = self._prefix(key) + pack_time(end) + pack_time(start)
         self.store.put(session_key, pickle.dumps(aggregate, protocol=5))
-        self.store.put(b"t" + _pack_time(end) + _pack_time(start) + key, session_key)
+        self.store.put(b"t" + pack_time(end) + pack_time(start) + key, session_key)
         i = bisect.bisect_left(sessions, (end, start), key=lambda s: (s[1], s[0]))
         if i < len(sessions) and sessions[i][:2] == (start, end):
             sessions[i] = (start, end, aggregate)
@@ -102,22 +89,21 @@ class SessionStore:
 
     def remove(self, key: bytes, start: int, end: int) -> None:
         sessions = self._sessions(key)
-        self.store.delete(self._prefix(key) + _pack_time(end) + _pack_time(start))
-        self.store.delete(b"t" + _pack_time(end) + _pack_time(start) + key)
+        self.store.delete(self._prefix(key) + pack_time(end) + pack_time(start))
+        self.store.delete(b"t" + pack_time(end) + pack_time(start) + key)
         sessions[:] = [s for s in sessions if s[:2] != (start, end)]
 
     def end_batch(self) -> None:
         """Persist the stream times and purge the sessions that fell out of retention."""
-        self.store.put(_OBSERVED_KEY, _LONG.pack(self.observed))
-        self.store.put(_STREAM_TIME_KEY, _LONG.pack(self.stream_time))
+        self.store.put(_OBSERVED_KEY, pack_long(self.observed))
+        self.store.put(_STREAM_TIME_KEY, pack_long(self.stream_time))
         cutoff = self.observed - self.retention_ms  # sessions ending at or before it are dead
-        raw_floor = self.store.get(_FLOOR_KEY)
-        floor = None if raw_floor is None else _LONG.unpack(raw_floor)[0]
+        floor = get_long(self.store, _FLOOR_KEY, None)
         if self.observed == NO_TIME or (floor is not None and cutoff < floor):
             return
-        lo = b"t" if floor is None else b"t" + _pack_time(floor)
-        for index_key, session_key in list(self.store.range(lo, b"t" + _pack_time(cutoff + 1))):
+        lo = b"t" if floor is None else b"t" + pack_time(floor)
+        for index_key, session_key in list(self.store.range(lo, b"t" + pack_time(cutoff + 1))):
             self.store.delete(index_key)
             self.store.delete(session_key)
-        self.store.put(_FLOOR_KEY, _LONG.pack(cutoff + 1))
+        self.store.put(_FLOOR_KEY, pack_long(cutoff + 1))
         self._cached.clear()

@@ -62,6 +62,23 @@ class _Pairs:
     store_keys: list[Any]
 
 
+def aggregatable(flow: Flow, node: str, context: ProcessContext) -> Flow:
+    """The records an aggregation folds: a null key goes to the dead letters (Kafka drops it), a
+    null value is skipped and counted as dropped (as Kafka does)."""
+    keys = flow.table.column(KEY)
+    if keys.null_count:
+        null = np.asarray(keys.is_null())
+        seqs, values = flow.seqs, flow.values()
+        for i in np.flatnonzero(null):
+            context.bad.reject(seqs[i], node, "null key: aggregations group by key", None, values[i])
+        flow = flow.filter(~null)
+    null_values = flow.table.column(VALUE).null_count
+    if null_values:
+        context.drop(null_values)
+        flow = flow.filter(np.asarray(flow.table.column(VALUE).is_valid()))
+    return flow
+
+
 class AggregateOperator(Operator, node=AggregateNode):
     """Runs one :class:`AggregateNode` for one task against its store."""
 
@@ -127,17 +144,7 @@ class AggregateOperator(Operator, node=AggregateNode):
 
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         changes = self._changes()
-        keys = flow.table.column(KEY)
-        if keys.null_count:
-            null = np.asarray(keys.is_null())
-            seqs, values = flow.seqs, flow.values()
-            for i in np.flatnonzero(null):
-                context.bad.reject(seqs[i], self.name, "null key: aggregations group by key", None, values[i])
-            flow = flow.filter(~null)
-        null_values = flow.table.column(VALUE).null_count
-        if null_values:
-            context.drop(null_values)
-            flow = flow.filter(np.asarray(flow.table.column(VALUE).is_valid()))
+        flow = aggregatable(flow, self.name, context)
         if len(flow) == 0:
             value_type = pa.int64() if self.node.aggregation.kind is AggregationKind.COUNT else pa.null()
             return Flow.empty(flow.key_type, value_type, self.windowed)

@@ -21,10 +21,11 @@ import pyarrow as pa
 
 from sinks.serde import key_bytes, key_bytes_of
 from state.session_store import SessionStore
+from streams._internal.processing.aggregate import aggregatable
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from topology.nodes import AggregationKind, SessionAggregateNode
-from topology.records import KEY, VALUE, Windowed
+from topology.records import KEY, Windowed
 
 
 class _Forwarded:
@@ -65,17 +66,7 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         store = self.store
         store.begin_batch()
-        keys_column = flow.table.column(KEY)
-        if keys_column.null_count:
-            null = np.asarray(keys_column.is_null())
-            seqs, values = flow.seqs, flow.values()
-            for i in np.flatnonzero(null):
-                context.bad.reject(seqs[i], self.name, "null key: aggregations group by key", None, values[i])
-            flow = flow.filter(~null)
-        null_values = flow.table.column(VALUE).null_count
-        if null_values:
-            context.drop(null_values)
-            flow = flow.filter(np.asarray(flow.table.column(VALUE).is_valid()))
+        flow = aggregatable(flow, self.name, context)
         out = _Forwarded()
         existed: set[tuple[bytes, int, int]] = set()  # sessions read from the store (for caching)
         raw_keys = key_bytes(flow.table.column(KEY)) if len(flow) else []
