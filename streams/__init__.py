@@ -24,12 +24,13 @@ from streams.builder import StreamsBuilder
 from streams.dsl import BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream
 from streams.options import Branched, Printed
 from streams.testing import TestRecord, TopologyTestDriver
-from streams.windows import EmitStrategy, JoinWindows, SessionWindows, Suppressed, TimeWindows
+from streams.windows import BufferConfig, EmitStrategy, JoinWindows, SessionWindows, Suppressed, TimeWindows
 from topology.graph import Topology
 from topology.records import Windowed
 
 __all__ = [
     "Branched",
+    "BufferConfig",
     "BranchedKStream",
     "ConfigError",
     "DeltaStreamsError",

@@ -684,11 +684,20 @@ class KTable:
 
     def suppress(self, suppressed: Suppressed, *, name: str | None = None) -> KTable:
         """Hold revisions back: ``Suppressed.until_window_closes()`` emits one final result per
-        window, once stream time reaches the window's end plus its grace period."""
+        window, once stream time reaches the window's end plus its grace period;
+        ``Suppressed.until_time_limit(limit, BufferConfig...)`` emits a key's latest update once
+        stream time is ``limit`` past the key's first buffered update (any table)."""
         if not isinstance(suppressed, Suppressed):
-            raise TopologyError(f"suppress() takes Suppressed.until_window_closes(), got {suppressed!r}", node="suppress")
+            raise TopologyError(f"suppress() takes Suppressed.until_window_closes() or until_time_limit(...), got {suppressed!r}", node="suppress")
         if self._sessions is not None:
             raise TopologyError("suppress() of a session-windowed table is not supported yet", node="suppress")
+        if suppressed.time_limit_ms is not None:
+            processor = name if name is not None else self._graph.processor_name("KTABLE-SUPPRESS")
+            store = f"{name}-store" if name is not None else self._graph.store_name("KTABLE-SUPPRESS")
+            buffer = suppressed.buffer
+            node = SuppressNode(processor, store, 0, suppressed.time_limit_ms, buffer.records_limit, buffer.bytes_limit, buffer.shut_down)
+            self._graph.add(node, [self._node])
+            return KTable(self._graph, processor, self._windows)
         if self._windows is None:
             raise TopologyError(
                 "suppress(Suppressed.until_window_closes()) needs a windowed table: windowed_by(...) before aggregating",

@@ -159,10 +159,67 @@ class EmitStrategy:
 
 
 @dataclass(frozen=True)
+class BufferConfig:
+    """How much a time-limited suppression may hold: ``BufferConfig.unbounded()``,
+    ``BufferConfig.max_records(n)``, ``BufferConfig.max_bytes(n)`` (then
+    ``.with_max_records(n)`` / ``.with_max_bytes(n)``); when full it emits its oldest keys early,
+    unless ``.shut_down_when_full()`` (the job fails instead; ``.emit_early_when_full()`` switches
+    back)."""
+
+    records_limit: int | None = None
+    bytes_limit: int | None = None
+    shut_down: bool = False
+
+    @classmethod
+    def unbounded(cls) -> BufferConfig:
+        return cls()
+
+    @classmethod
+    def max_records(cls, records: int) -> BufferConfig:
+        return cls()._with(records_limit=records)
+
+    @classmethod
+    def max_bytes(cls, size: int) -> BufferConfig:
+        return cls()._with(bytes_limit=size)
+
+    def with_max_records(self, records: int) -> BufferConfig:
+        return self._with(records_limit=records)
+
+    def with_max_bytes(self, size: int) -> BufferConfig:
+        return self._with(bytes_limit=size)
+
+    def emit_early_when_full(self) -> BufferConfig:
+        return replace(self, shut_down=False)
+
+    def shut_down_when_full(self) -> BufferConfig:
+        return replace(self, shut_down=True)
+
+    def _with(self, **bounds: int) -> BufferConfig:
+        for name, bound in bounds.items():
+            if isinstance(bound, bool) or not isinstance(bound, int) or bound < 0:
+                raise TopologyError(f"BufferConfig: {name} takes a non-negative int, got {bound!r}", node="BufferConfig")
+        return replace(self, **bounds)
+
+
+@dataclass(frozen=True)
 class Suppressed:
-    """How a KTable's updates are held back. Only ``until_window_closes`` exists (emit-final):
-    one result per window, once stream time passes ``window end + grace``."""
+    """How a KTable's updates are held back: ``until_window_closes()`` (one final result per
+    window, once stream time passes ``window end + grace``) or ``until_time_limit(limit,
+    buffer)`` (a key's latest update, ``limit`` of stream time after the key was first buffered,
+    or earlier when the buffer is full)."""
+
+    time_limit_ms: int | None = None
+    buffer: BufferConfig = BufferConfig()
 
     @classmethod
     def until_window_closes(cls) -> Suppressed:
         return cls()
+
+    @classmethod
+    def until_time_limit(cls, limit: int | timedelta, buffer: BufferConfig | None = None) -> Suppressed:
+        limit_ms = _millis(limit, "Suppressed.until_time_limit")
+        if limit_ms < 0:
+            raise TopologyError(f"Suppressed.until_time_limit: the limit cannot be negative, got {limit_ms} ms", node="Suppressed")
+        if buffer is not None and not isinstance(buffer, BufferConfig):
+            raise TopologyError(f"Suppressed.until_time_limit takes a BufferConfig, got {buffer!r}", node="Suppressed")
+        return cls(limit_ms, buffer if buffer is not None else BufferConfig.unbounded())

@@ -270,10 +270,16 @@ class SessionAggregateNode(Node):
 @dataclass(frozen=True)
 class SuppressNode(Node):
     """``suppress(until_window_closes)``: one final result per window once stream time reaches
-    ``end + grace``."""
+    ``end + grace``; ``suppress(until_time_limit(limit, buffer))`` (``time_limit_ms`` set): a
+    key's latest update, ``limit`` after its first buffered one, or earlier when the buffer is full
+    (``max_records`` / ``max_bytes``; ``shut_down_when_full`` fails instead)."""
 
     store: str
     grace_ms: int
+    time_limit_ms: int | None = None
+    max_records: int | None = None
+    max_bytes: int | None = None
+    shut_down_when_full: bool = False
 
     @property
     def stores(self) -> tuple[str, ...]:

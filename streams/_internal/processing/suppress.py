@@ -14,6 +14,7 @@ import struct
 import numpy as np
 import pyarrow as pa
 
+from conf.errors import ProcessingError
 from sinks.serde import key_bytes
 from state import TimeKeyedStore
 from streams._internal.processing.flow import Flow, flow_schema, infer_array
@@ -32,6 +33,8 @@ class SuppressOperator(Operator, node=SuppressNode):
         self.buffer = TimeKeyedStore(build.stores[node.store])
 
     def process(self, revisions: Flow, context: ProcessContext) -> Flow:
+        if self.node.time_limit_ms is not None:
+            return _TimeLimit(self.node, self.buffer).process(revisions)
         if len(revisions):
             self._buffer(revisions)
         stream_time = self.buffer.stream_time
@@ -69,3 +72,87 @@ class SuppressOperator(Operator, node=SuppressNode):
             pa.array([end for end, _, _ in due], pa.int64()),
         ]
         return Flow(pa.table(columns + [keys, values], schema=flow_schema(keys.type, values.type, True)), True)
+
+
+_INDEX = b"\xff\xfeindex:"
+_COUNT_KEY = b"\xff\xfecount"
+_BYTES_KEY = b"\xff\xfebytes"
+_LONG = struct.Struct(">q")
+
+
+class _TimeLimit:
+    """``until_time_limit``: Kafka's KTableSuppressProcessor with a record-time definition. A
+    key's entry keeps the time its first update was buffered (later updates replace the value,
+    not the time), in the buffer's (time, key) order; after each update, entries whose time is at
+    least ``limit`` behind the observed stream time go out, oldest first, then the oldest ones
+    while the buffer is over its bounds (or the job fails, if it must shut down when full).
+    Sizes are the pickled entries' (Kafka counts its serialized bytes: byte bounds differ)."""
+
+    def __init__(self, node: SuppressNode, buffer: TimeKeyedStore) -> None:
+        self.node, self.buffer = node, buffer
+        self.store = buffer.store
+
+    def _get(self, key: bytes) -> int:
+        raw = self.store.get(key)
+        return 0 if raw is None else _LONG.unpack(raw)[0]
+
+    def process(self, updates: Flow) -> Flow:
+        table = updates.table
+        windowed = updates.windowed
+        kbytes = key_bytes(table.column(KEY))
+        starts = table.column(WINDOW_START).to_pylist() if windowed else [0] * len(kbytes)
+        ends = table.column(WINDOW_END).to_pylist() if windowed else [0] * len(kbytes)
+        keys, values, stamps, seqs = table.column(KEY).to_pylist(), table.column(VALUE).to_pylist(), updates.timestamps, updates.seqs
+        count, size = self._get(_COUNT_KEY), self._get(_BYTES_KEY)
+        out: list[tuple[int, tuple]] = []
+        for i, kb in enumerate(kbytes):
+            entry_key = kb + (_START.pack(starts[i]) if windowed else b"")
+            stamp = int(stamps[i])
+            if stamp > self.buffer.stream_time:
+                self.buffer.stream_time = stamp
+            entry = pickle.dumps((keys[i], values[i], stamp, starts[i], ends[i]), protocol=5)
+            raw_time = self.store.get(_INDEX + entry_key)
+            if raw_time is None:
+                buffered_at = stamp
+                count += 1
+                self.store.put(_INDEX + entry_key, _LONG.pack(buffered_at))
+            else:
+                buffered_at = _LONG.unpack(raw_time)[0]
+                size -= len(self.buffer.get(buffered_at, entry_key) or b"")
+            self.buffer.put(buffered_at, entry_key, entry)
+            size += len(entry)
+            for _, due_key, raw in self.buffer.take_up_to(self.buffer.stream_time - self.node.time_limit_ms):
+                count, size = count - 1, size - len(raw)
+                self.store.delete(_INDEX + due_key)
+                out.append((int(seqs[i]), pickle.loads(raw)))
+            while self._over(count, size):
+                if self.node.shut_down_when_full:
+                    raise ProcessingError(
+                        f"{self.node.name} buffer exceeded its max capacity: {count}/{self.node.max_records} records, "
+                        f"{size}/{self.node.max_bytes} bytes (BufferConfig ... shut_down_when_full); raise the bounds or emit early",
+                        node=self.node.name,
+                    )
+                oldest_time, oldest_key, raw = next(self.buffer.up_to(2**62))
+                self.buffer.delete(oldest_time, oldest_key)
+                self.store.delete(_INDEX + oldest_key)
+                count, size = count - 1, size - len(raw)
+                out.append((int(seqs[i]), pickle.loads(raw)))
+        self.store.put(_COUNT_KEY, _LONG.pack(count))
+        self.store.put(_BYTES_KEY, _LONG.pack(size))
+        return _emitted(out, updates)
+
+    def _over(self, count: int, size: int) -> bool:
+        node = self.node
+        return (node.max_records is not None and count > node.max_records) or (node.max_bytes is not None and size > node.max_bytes)
+
+
+def _emitted(out: list[tuple[int, tuple]], template: Flow) -> Flow:
+    windowed = template.windowed
+    if not out:
+        return Flow.empty(template.key_type, template.value_type, windowed=windowed)
+    keys, _ = infer_array([e[0] for _, e in out], template.key_type)
+    values, _ = infer_array([e[1] for _, e in out], template.value_type)
+    columns = [pa.array([seq for seq, _ in out], pa.int64()), pa.array([e[2] for _, e in out], pa.int64())]
+    if windowed:
+        columns += [pa.array([e[3] for _, e in out], pa.int64()), pa.array([e[4] for _, e in out], pa.int64())]
+    return Flow(pa.table(columns + [keys, values], schema=flow_schema(keys.type, values.type, windowed)), windowed)
