@@ -24,7 +24,7 @@ from streams.builder import StreamsBuilder
 from streams.dsl import BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream
 from streams.options import Branched, Printed
 from streams.testing import TestRecord, TopologyTestDriver
-from streams.windows import BufferConfig, EmitStrategy, JoinWindows, SessionWindows, Suppressed, TimeWindows
+from streams.windows import BufferConfig, EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
 from topology.graph import Topology
 from topology.records import Windowed
 
@@ -47,6 +47,7 @@ __all__ = [
     "StateStoreError",
     "SessionWindowedKStream",
     "SessionWindows",
+    "SlidingWindows",
     "StreamsBuilder",
     "Suppressed",
     "TestRecord",

@@ -13,7 +13,7 @@ from typing import Any
 
 from conf.errors import TopologyError
 from streams.options import Branched, Printed
-from streams.windows import EmitStrategy, JoinWindows, SessionWindows, Suppressed, TimeWindows
+from streams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
 from topology.functions import FunctionKind, check_callable, joiner_function, user_function
 from topology.graph import GraphBuilder
 from topology.nodes import (
@@ -35,6 +35,7 @@ from topology.nodes import (
     SelectKeyNode,
     SessionAggregateNode,
     SinkNode,
+    SlidingAggregateNode,
     JoinKind,
     StreamGlobalTableJoinNode,
     StreamJoinWindowNode,
@@ -449,7 +450,7 @@ class _Grouped:
     _repartition_required: bool
     _group_name: str | None
 
-    def _aggregate(self, aggregation: Aggregation, windows: Windows | None, name: str | None, sessions: SessionWindows | None = None, merger: Any = None, *, emit_final: bool = False) -> KTable:
+    def _aggregate(self, aggregation: Aggregation, windows: Windows | None, name: str | None, sessions: SessionWindows | SlidingWindows | None = None, merger: Any = None, *, emit_final: bool = False) -> KTable:
         prefix = _AGGREGATE_PREFIX[aggregation.kind]
         # Kafka's order: the store name takes a counter value first, then the processor, then
         # the repartition nodes.
@@ -460,6 +461,9 @@ class _Grouped:
             repartition_prefix = self._group_name if self._group_name is not None else store
             user_named = self._group_name is not None or name is not None
             parent = self._graph.add_repartition(parent, repartition_prefix, user_named=user_named)
+        if isinstance(sessions, SlidingWindows):
+            self._graph.add(SlidingAggregateNode(processor, store, aggregation, sessions.difference_ms, sessions.grace_ms), [parent])
+            return KTable(self._graph, processor, _sessions=sessions)
         if sessions is not None:
             self._graph.add(SessionAggregateNode(processor, store, aggregation, sessions.spec(), merger), [parent])
             return KTable(self._graph, processor, _sessions=sessions)
@@ -500,10 +504,40 @@ class KGroupedStream(_Grouped):
         well as per key."""
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self._graph, self._node, self._repartition_required, self._group_name, windows)
+        if isinstance(windows, SlidingWindows):
+            return SlidingWindowedKStream(self._graph, self._node, self._repartition_required, self._group_name, windows)
         if not isinstance(windows, TimeWindows):
             raise TopologyError(f"windowed_by() takes TimeWindows.of_size(ms)... or SessionWindows..., got {windows!r}", node="windowed_by")
         windows.spec("windowed_by")
         return TimeWindowedKStream(self._graph, self._node, self._repartition_required, self._group_name, windows)
+
+
+@dataclass(frozen=True)
+class SlidingWindowedKStream:
+    """A grouped stream aggregated over sliding windows; results are keyed by (key, window) with
+    both ends inclusive (``end = start + difference``)."""
+
+    _graph: GraphBuilder
+    _node: str
+    _repartition_required: bool
+    _group_name: str | None
+    _sliding: SlidingWindows
+
+    def _aggregate(self, aggregation: Aggregation, name: str | None) -> KTable:
+        grouped = _Grouped(self._graph, self._node, self._repartition_required, self._group_name)
+        return grouped._aggregate(aggregation, None, name, self._sliding)
+
+    def count(self, *, name: str | None = None) -> KTable:
+        return self._aggregate(Aggregation(AggregationKind.COUNT), name)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
+        check_callable(reducer, operator="reduce", what="reducer(aggregate, value)", arguments=2)
+        return self._aggregate(Aggregation(AggregationKind.REDUCE, function=reducer), name)
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any], *, name: str | None = None) -> KTable:
+        check_callable(initializer, operator="aggregate", what="initializer()", arguments=0)
+        check_callable(aggregator, operator="aggregate", what="aggregator(key, value, aggregate)", arguments=3)
+        return self._aggregate(Aggregation(AggregationKind.AGGREGATE, initializer=initializer, function=aggregator), name)
 
 
 @dataclass(frozen=True)
@@ -584,7 +618,7 @@ class KTable:
     _node: str
     _windows: Windows | None = None
     _source: str | None = None
-    _sessions: SessionWindows | None = None
+    _sessions: SessionWindows | SlidingWindows | None = None
 
     def _materialize(self) -> str:
         """The store something reading this table by key reads: a source is made to keep one;

@@ -96,6 +96,30 @@ class SessionWindows:
 
 
 @dataclass(frozen=True)
+class SlidingWindows:
+    """Sliding windows: every distinct set of a key's records at most ``difference`` apart is a
+    window (Kafka's ``SlidingWindows.ofTimeDifferenceAndGrace``); a record may still update a
+    window until stream time passes the window's end plus ``grace``."""
+
+    difference_ms: int
+    grace_ms: int = 0
+
+    @classmethod
+    def of_time_difference_and_grace(cls, difference: int | timedelta, grace: int | timedelta) -> SlidingWindows:
+        what = "SlidingWindows.of_time_difference_and_grace"
+        return cls(_millis(difference, what), _millis(grace, what))._checked()
+
+    @classmethod
+    def of_time_difference_without_grace(cls, difference: int | timedelta) -> SlidingWindows:
+        return cls(_millis(difference, "SlidingWindows.of_time_difference_without_grace"), 0)._checked()
+
+    def _checked(self) -> SlidingWindows:
+        if self.difference_ms <= 0 or self.grace_ms < 0:
+            raise TopologyError(f"SlidingWindows: the time difference must be positive and the grace not negative, got {self.difference_ms} ms and {self.grace_ms} ms", node="SlidingWindows")
+        return self
+
+
+@dataclass(frozen=True)
 class JoinWindows:
     """The window of a stream-stream join: a record at time ``t`` joins the other stream's
     records with the same key in ``[t - before, t + after]``.

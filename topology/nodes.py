@@ -268,6 +268,22 @@ class SessionAggregateNode(Node):
 
 
 @dataclass(frozen=True)
+class SlidingAggregateNode(Node):
+    """Grouped aggregation over sliding windows (Kafka's KStreamSlidingWindowAggregate): windows
+    ``[t - difference, t]`` and ``[t + 1, t + 1 + difference]`` around each record ``t``, both ends
+    inclusive, kept only when they hold records."""
+
+    store: str
+    aggregation: Aggregation
+    difference_ms: int
+    grace_ms: int
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return (self.store,)
+
+
+@dataclass(frozen=True)
 class SuppressNode(Node):
     """``suppress(until_window_closes)``: one final result per window once stream time reaches
     ``end + grace``; ``suppress(until_time_limit(limit, buffer))`` (``time_limit_ms`` set): a

@@ -1,0 +1,76 @@
+"""Sliding windows: the same records whether a task commits every record or many per batch (with
+restarts), and every window standing at the end counts exactly the key's records within it (a
+plain model; input disorder stays within the grace period, so nothing is late); on Spark too."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+
+from conf import StreamsConfig
+from sinks import Topic, create_topic
+from streams import SlidingWindows, StreamsBuilder, TopologyTestDriver
+from streams.app import StreamsApp
+
+DIFFERENCE, GRACE = 40, 60
+
+
+def build():
+    builder = StreamsBuilder()
+    (builder.stream("clicks").group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(DIFFERENCE, GRACE))
+     .count(name="sliding").to_stream().to("out"))
+    return builder.build()
+
+
+def workload(seed, n=300):
+    rng = random.Random(seed)
+    records, clock = [], 0
+    for _ in range(n):
+        clock += rng.randrange(0, 15)
+        records.append((f"k{rng.randrange(3)}", "c", max(0, clock - rng.randrange(0, 50))))
+    return records
+
+
+def check_against_model(latest, records):
+    for (key, start, end), count in latest.items():
+        assert end - start == DIFFERENCE
+        assert count == sum(1 for k, _, t in records if k == key and start <= t <= end), (key, start, end)
+    assert len(latest) > 30
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_batches_and_restarts_do_not_change_the_windows(seed):
+    records = workload(seed)
+    one_by_one = TopologyTestDriver(build(), {"caching": False})
+    for record in records:
+        one_by_one.pipe_input("clicks", *record)
+    expected = [(r.key, r.window_start, r.window_end, r.value, r.timestamp) for r in one_by_one.read_output("out")]
+    batched = TopologyTestDriver(build(), {"caching": False}, store_backend="rocksdb")
+    rng, i = random.Random(seed), 0
+    actual = []
+    while i < len(records):
+        size = rng.randrange(1, 40)
+        batched.pipe_batch("clicks", records[i : i + size])
+        if rng.random() < 0.3:
+            batched.restart()
+        actual += [(r.key, r.window_start, r.window_end, r.value, r.timestamp) for r in batched.read_output("out")]
+        i += size
+    assert actual == expected
+    check_against_model({(k, s, e): v for k, s, e, v, _ in expected}, records)
+
+
+@pytest.mark.spark
+def test_sliding_windows_on_spark_count_the_records_within_them(spark, tmp_path):
+    root, records = str(tmp_path), workload(5, n=400)
+    create_topic(root, "clicks", partitions=2, key_type=pa.string(), value_type=pa.string())
+    config = StreamsConfig.load({"application_id": "sliding", "root": root, "commit_interval_ms": 100, "max_records_per_batch": 80})
+    for part in (records[:200], records[200:]):
+        Topic.open(root, "clicks").append(pa.table({"key": [k for k, _, _ in part], "value": [v for _, v, _ in part], "timestamp": pa.array([t for _, _, t in part], pa.int64())}))
+        StreamsApp(build(), config, spark=spark).run(until_caught_up=True, timeout_s=240)
+    output = Topic.open(root, "out").read().sort_by([("partition", "ascending"), ("offset", "ascending")])
+    latest = {}
+    for key, start, end, value in zip(*(output[c].to_pylist() for c in ("key", "window_start", "window_end", "value")), strict=True):
+        latest[(key, start, end)] = value
+    check_against_model(latest, records)
