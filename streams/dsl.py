@@ -527,6 +527,12 @@ class SlidingWindowedKStream:
         grouped = _Grouped(self._graph, self._node, self._repartition_required, self._group_name)
         return grouped._aggregate(aggregation, None, name, self._sliding)
 
+    def emit_strategy(self, strategy: EmitStrategy) -> SlidingWindowedKStream:
+        """Only ``EmitStrategy.on_window_update()`` (every revision) for sliding windows, so far."""
+        if not isinstance(strategy, EmitStrategy) or strategy.final:
+            raise TopologyError("emit_strategy(): sliding windows emit on every update only (on_window_close is not built yet for them)", node="emit_strategy")
+        return self
+
     def count(self, *, name: str | None = None) -> KTable:
         return self._aggregate(Aggregation(AggregationKind.COUNT), name)
 
@@ -724,7 +730,7 @@ class KTable:
         if not isinstance(suppressed, Suppressed):
             raise TopologyError(f"suppress() takes Suppressed.until_window_closes() or until_time_limit(...), got {suppressed!r}", node="suppress")
         if self._sessions is not None:
-            raise TopologyError("suppress() of a session-windowed table is not supported yet", node="suppress")
+            raise TopologyError("suppress() of a session- or sliding-windowed table is not supported yet", node="suppress")
         if suppressed.time_limit_ms is not None:
             processor = name if name is not None else self._graph.processor_name("KTABLE-SUPPRESS")
             store = f"{name}-store" if name is not None else self._graph.store_name("KTABLE-SUPPRESS")

@@ -80,3 +80,14 @@ def test_sliding_window_aggregate_test_early_records_small_input(caching):
         11: {("0+5", 13)},
         20: {("0+7", 70)},
     }
+
+
+def test_sliding_windows_refuse_what_is_not_built_yet():
+    from conf.errors import TopologyError
+    from streams import EmitStrategy, Suppressed
+
+    windowed = StreamsBuilder().stream("topic").group_by_key().windowed_by(SlidingWindows.of_time_difference_without_grace(10))
+    with pytest.raises(TopologyError, match="not built yet"):
+        windowed.emit_strategy(EmitStrategy.on_window_close())
+    with pytest.raises(TopologyError, match="sliding-windowed table is not supported yet"):
+        windowed.count().suppress(Suppressed.until_window_closes())
