@@ -93,11 +93,25 @@ class SessionStore:
         self.store.delete(b"t" + pack_time(end) + pack_time(start) + key)
         sessions[:] = [s for s in sessions if s[:2] != (start, end)]
 
-    def end_batch(self) -> None:
-        """Persist the stream times and purge the sessions that fell out of retention."""
+    def ending_between(self, lowest_end: int, highest_end: int) -> list[tuple[bytes, int, int, Any]]:
+        """``(key, start, end, aggregate)`` of every key's sessions with ``lowest_end <= end <=
+        highest_end`` still in the store, in (end, start, key) order (Kafka's time-ordered
+        session store, whose range reads are not cut by retention: see :meth:`end_batch`)."""
+        found = []
+        for index_key, session_key in self.store.range(b"t" + pack_time(lowest_end), b"t" + pack_time(highest_end + 1)):
+            raw = self.store.get(session_key)
+            if raw is not None:
+                found.append((index_key[17:], unpack_time(index_key, 9), unpack_time(index_key, 1), pickle.loads(raw)))
+        return found
+
+    def end_batch(self, keep_from: int | None = None) -> None:
+        """Persist the stream times and purge the sessions that fell out of retention, except
+        those ending at or after ``keep_from`` (final results not emitted yet)."""
         self.store.put(_OBSERVED_KEY, pack_long(self.observed))
         self.store.put(_STREAM_TIME_KEY, pack_long(self.stream_time))
         cutoff = self.observed - self.retention_ms  # sessions ending at or before it are dead
+        if keep_from is not None:
+            cutoff = min(cutoff, keep_from - 1)
         floor = get_long(self.store, _FLOOR_KEY, None)
         if self.observed == NO_TIME or (floor is not None and cutoff < floor):
             return

@@ -465,7 +465,7 @@ class _Grouped:
             self._graph.add(SlidingAggregateNode(processor, store, aggregation, sessions.difference_ms, sessions.grace_ms), [parent])
             return KTable(self._graph, processor, _sessions=sessions)
         if sessions is not None:
-            self._graph.add(SessionAggregateNode(processor, store, aggregation, sessions.spec(), merger), [parent])
+            self._graph.add(SessionAggregateNode(processor, store, aggregation, sessions.spec(), merger, emit_final), [parent])
             return KTable(self._graph, processor, _sessions=sessions)
         self._graph.add(AggregateNode(processor, store, aggregation, windows, emit_final), [parent])
         return KTable(self._graph, processor, windows)
@@ -547,6 +547,14 @@ class SlidingWindowedKStream:
 
 
 @dataclass(frozen=True)
+class _SessionGrouped(_Grouped):
+    _emit_final: bool = False
+
+    def _aggregate(self, aggregation: Aggregation, windows: Windows | None, name: str | None, sessions: Any = None, merger: Any = None, *, emit_final: bool = False) -> KTable:
+        return super()._aggregate(aggregation, windows, name, sessions, merger, emit_final=self._emit_final)
+
+
+@dataclass(frozen=True)
 class SessionWindowedKStream:
     """A grouped stream aggregated per session; results are keyed by (key, session) with both
     ends inclusive, and a session merged into a bigger one is forwarded as a delete."""
@@ -556,15 +564,17 @@ class SessionWindowedKStream:
     _repartition_required: bool
     _group_name: str | None
     _sessions: SessionWindows
+    _emit_final: bool = False
 
-    def _grouped(self) -> _Grouped:
-        return _Grouped(self._graph, self._node, self._repartition_required, self._group_name)
+    def _grouped(self) -> _SessionGrouped:
+        return _SessionGrouped(self._graph, self._node, self._repartition_required, self._group_name, self._emit_final)
 
     def emit_strategy(self, strategy: EmitStrategy) -> SessionWindowedKStream:
-        """Only ``EmitStrategy.on_window_update()`` (every revision) for sessions, so far."""
-        if not isinstance(strategy, EmitStrategy) or strategy.final:
-            raise TopologyError("emit_strategy(): session windows emit on every update only (on_window_close is not built yet for sessions)", node="emit_strategy")
-        return self
+        """``EmitStrategy.on_window_close()``: each session once, when stream time passes its end
+        plus gap plus grace; ``on_window_update()``: every revision (the default)."""
+        if not isinstance(strategy, EmitStrategy):
+            raise TopologyError(f"emit_strategy() takes EmitStrategy.on_window_close() or on_window_update(), got {strategy!r}", node="emit_strategy")
+        return SessionWindowedKStream(self._graph, self._node, self._repartition_required, self._group_name, self._sessions, strategy.final)
 
     def count(self, *, name: str | None = None) -> KTable:
         """Records per session (records with a null value are skipped and counted as dropped)."""

@@ -261,6 +261,8 @@ class SessionAggregateNode(Node):
     aggregation: Aggregation
     sessions: SessionWindowsSpec
     merger: Any = None
+    emit_final: bool = False
+    """``emit_strategy(EmitStrategy.on_window_close())``: each session once, when it closes."""
 
     @property
     def stores(self) -> tuple[str, ...]:

@@ -130,11 +130,19 @@ def test_session_window_aggregate_processor_should_skip_late_record_with_nonzero
     assert driver.dropped_records == 1
 
 
-def test_sessions_do_not_emit_on_close_yet():
-    from conf.errors import TopologyError
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [("count", 2), ("reduce", "1+2"), ("aggregate", "0+0+1+2")],
+)
+@pytest.mark.parametrize("caching", [False, True])
+def test_session_windowed_aggregations_emit_final(kind, expected, caching):
+    """SessionWindowedKStreamImplTest.shouldCountSessionWindowed / shouldReduceWindowed /
+    shouldAggregateSessionWindowed with EmitStrategy ON_WINDOW_CLOSE: one final result"""
     from streams import EmitStrategy
 
-    sessions = StreamsBuilder().stream("input").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(5))
-    assert sessions.emit_strategy(EmitStrategy.on_window_update()) is sessions
-    with pytest.raises(TopologyError, match="not built yet"):
-        sessions.emit_strategy(EmitStrategy.on_window_close())
+    builder = StreamsBuilder()
+    sessions = builder.stream("input").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(500))
+    FUNCTIONS[kind](sessions.emit_strategy(EmitStrategy.on_window_close()), None).to_stream().to("out")
+    driver = TopologyTestDriver(builder.build(), {"caching": caching})
+    process_data(driver)
+    assert processed(driver) == [(("1", 10, 15), expected, 15)]

@@ -14,12 +14,13 @@ created and merged away within the commit; the same here.
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from sinks.serde import key_bytes, key_bytes_of
+from sinks.serde import key_bytes, key_bytes_of, key_from_bytes
 from state.session_store import SessionStore
 from streams._internal.processing.aggregate import aggregatable
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
@@ -28,16 +29,24 @@ from topology.nodes import AggregationKind, SessionAggregateNode
 from topology.records import KEY, Windowed
 
 
+_LAST_EMIT_KEY = b"\xff\xfflast-emitted-close-time"
+_LONG = struct.Struct(">q")
+
+
 class _Forwarded:
     def __init__(self) -> None:
         self.rows: list[int] = []  # the input record each result comes from
         self.windows: list[tuple[int, int]] = []
         self.values: list[Any] = []
+        self.keys: list[Any] | None = None
+        """Set when results carry their own keys (final results of other keys' sessions)."""
 
-    def add(self, row: int, start: int, end: int, value: Any) -> None:
+    def add(self, row: int, start: int, end: int, value: Any, *, key: Any = None) -> None:
         self.rows.append(row)
         self.windows.append((start, end))
         self.values.append(value)
+        if key is not None:
+            self.keys = (self.keys or []) + [key]
 
 
 class SessionAggregateOperator(Operator, node=SessionAggregateNode):
@@ -67,7 +76,10 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
         store = self.store
         store.begin_batch()
         flow = aggregatable(flow, self.name, context)
-        out = _Forwarded()
+        out, final = _Forwarded(), _Forwarded()
+        raw_last = store.store.get(_LAST_EMIT_KEY)
+        self.last_emit = None if raw_last is None else _LONG.unpack(raw_last)[0]
+        self._key_type = flow.key_type
         existed: set[tuple[bytes, int, int]] = set()  # sessions read from the store (for caching)
         raw_keys = key_bytes(flow.table.column(KEY)) if len(flow) else []
         store.preload(dict.fromkeys(raw_keys))
@@ -78,30 +90,57 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
             ts = int(stamps[i])
             store.stream_time = max(store.stream_time, ts)
             close = store.stream_time - self.grace - self.gap
-            start, end = ts, ts
-            try:
-                aggregate = self.initializer()
-                merged = store.find_sessions(kb, ts - self.gap, ts + self.gap)
-                for s, e, other in merged:
-                    aggregate = self.merger(key, aggregate, other)
-                    start, end = min(start, s), max(end, e)
-                if end < close:
-                    context.drop(1)  # too late: its session has closed
-                    continue
-                aggregate = self.aggregator(key, value, aggregate)
-            except Exception as e:  # noqa: BLE001 - a failing function rejects its record
-                context.bad.reject(seqs[i], self.name, f"{type(e).__name__}: {e}", key, value, error=e)
-                continue
-            if (start, end) != (ts, ts):
-                for s, e, other in merged:
-                    store.remove(kb, s, e)
-                    out.add(i, s, e, None)
-            store.put(kb, start, end, aggregate)
-            out.add(i, start, end, aggregate)
+            self._aggregate_record(i, key, kb, value, ts, close, int(seqs[i]), out, context)
+            if self.node.emit_final:
+                self._emit_closed(i, close, final)
+        if self.node.emit_final:
+            if self.last_emit is not None:
+                store.store.put(_LAST_EMIT_KEY, _LONG.pack(self.last_emit))
+            store.end_batch(keep_from=self.last_emit if self.last_emit is not None else 0)  # keep what is still to emit
+            return self._flow(flow, final, context)
         store.end_batch()
         if self.caching:
             out = _last_per_session(out, raw_keys, existed)
         return self._flow(flow, out, context)
+
+    def _aggregate_record(self, i: int, key: Any, kb: bytes, value: Any, ts: int, close: int, seq: int, out: _Forwarded, context: ProcessContext) -> None:
+        store = self.store
+        start, end = ts, ts
+        try:
+            aggregate = self.initializer()
+            merged = store.find_sessions(kb, ts - self.gap, ts + self.gap)
+            for s, e, other in merged:
+                aggregate = self.merger(key, aggregate, other)
+                start, end = min(start, s), max(end, e)
+            if end < close:
+                context.drop(1)  # too late: its session has closed
+                return
+            aggregate = self.aggregator(key, value, aggregate)
+        except Exception as e:  # noqa: BLE001 - a failing function rejects its record
+            context.bad.reject(seq, self.name, f"{type(e).__name__}: {e}", key, value, error=e)
+            return
+        if (start, end) != (ts, ts):
+            for s, e, _ in merged:
+                store.remove(kb, s, e)
+                out.add(i, s, e, None)
+        store.put(kb, start, end, aggregate)
+        out.add(i, start, end, aggregate)
+
+    def _emit_closed(self, row: int, close: int, final: _Forwarded) -> None:
+        """Kafka's emit-final for sessions: once the close time (stream time - grace - gap) has
+        moved past the last emitted one, every session ending before it and not yet emitted."""
+        last = self.last_emit
+        if last is not None and last >= close:
+            return
+        upper = close - 1
+        if upper < 0:
+            return
+        lower = max(0, -1 if last is None else last)
+        if upper < lower:
+            return
+        for kb, start, end, aggregate in self.store.ending_between(lower, upper):
+            final.add(row, start, end, aggregate, key=key_from_bytes(kb, self._key_type))
+        self.last_emit = close
 
     def _flow(self, flow: Flow, out: _Forwarded, context: ProcessContext) -> Flow:
         rows = np.asarray(out.rows, dtype=np.int64)
@@ -111,12 +150,12 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
             raise TypeError(f"{self.name}: aggregate values of different types cannot form one table: {out.values[misfits[0]]!r}")
         starts = pa.array([w[0] for w in out.windows], pa.int64())
         ends = pa.array([w[1] for w in out.windows], pa.int64())
+        key_column = source.table.column(KEY) if out.keys is None else pa.array(out.keys, source.key_type)
         table = pa.table(
-            [source.table.column(SEQ), ends, starts, ends, source.table.column(KEY), array],
+            [source.table.column(SEQ), ends, starts, ends, key_column, array],
             schema=flow_schema(source.key_type, array.type, True),
         )
-        keys = None if source._keys is None else [Windowed(k, s, e) for k, (s, e) in zip(source._keys, out.windows, strict=True)]
-        return Flow(table, True, keys, out.values)
+        return Flow(table, True, None, out.values)
 
 
 def _last_per_session(out: _Forwarded, raw_keys: list[bytes], existed: set[tuple[bytes, int, int]]) -> _Forwarded:
