@@ -755,7 +755,9 @@ class KTable:
             )
         processor = name if name is not None else self._graph.processor_name("KTABLE-SUPPRESS")
         store = f"{name}-store" if name is not None else self._graph.store_name("KTABLE-SUPPRESS")
-        self._graph.add(SuppressNode(processor, store, self._windows.grace_ms), [self._node])
+        buffer = suppressed.buffer
+        node = SuppressNode(processor, store, self._windows.grace_ms, None, buffer.records_limit, buffer.bytes_limit, buffer.shut_down)
+        self._graph.add(node, [self._node])
         return KTable(self._graph, processor, self._windows)
 
 

@@ -236,8 +236,20 @@ class Suppressed:
     buffer: BufferConfig = BufferConfig()
 
     @classmethod
-    def until_window_closes(cls) -> Suppressed:
-        return cls()
+    def until_window_closes(cls, buffer: BufferConfig | None = None) -> Suppressed:
+        """``buffer``: ``BufferConfig.unbounded()`` (the default) or a bound with
+        ``.shut_down_when_full()`` (final results cannot be emitted early: the job fails)."""
+        if buffer is None:
+            return cls()
+        if not isinstance(buffer, BufferConfig):
+            raise TopologyError(f"Suppressed.until_window_closes takes a BufferConfig, got {buffer!r}", node="Suppressed")
+        bounded = buffer.records_limit is not None or buffer.bytes_limit is not None
+        if bounded and not buffer.shut_down:
+            raise TopologyError(
+                "Suppressed.until_window_closes: final results cannot be emitted early; bound the buffer with .shut_down_when_full()",
+                node="Suppressed",
+            )
+        return cls(None, buffer)
 
     @classmethod
     def until_time_limit(cls, limit: int | timedelta, buffer: BufferConfig | None = None) -> Suppressed:

@@ -112,3 +112,27 @@ def test_batches_and_restarts_do_not_change_what_a_time_limit_lets_through(buffe
     expected = drain(one_by_one, "out")
     assert len(expected) > 30
     assert drain(batched, "out") == expected
+
+
+def test_final_results_with_a_bounded_buffer_fail_when_it_fills_and_never_emit_early():
+    from conf.errors import TopologyError
+    from streams import TimeWindows
+
+    with pytest.raises(TopologyError, match="cannot be emitted early"):
+        Suppressed.until_window_closes(BufferConfig.max_records(2))
+
+    def driver(bound):
+        builder = StreamsBuilder()
+        (builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size(10)).count()
+         .suppress(Suppressed.until_window_closes(BufferConfig.max_records(bound).shut_down_when_full())).to_stream().to("out"))
+        return TopologyTestDriver(builder.build(), {"caching": False})
+
+    roomy = driver(3)
+    for key, ts in (("a", 1), ("b", 2), ("c", 3), ("a", 12), ("d", 13)):  # at 12 the first window closes
+        roomy.pipe_input("in", key, "x", ts)
+    assert [(r.key, r.window_start, r.value) for r in roomy.read_output("out")] == [("a", 0, 1), ("b", 0, 1), ("c", 0, 1)]
+    tight = driver(2)
+    tight.pipe_input("in", "a", "x", 1)
+    tight.pipe_input("in", "b", "x", 2)
+    with pytest.raises(ProcessingError, match="buffer exceeded its max capacity"):
+        tight.pipe_input("in", "c", "x", 3)

@@ -50,11 +50,30 @@ class SuppressOperator(Operator, node=SuppressNode):
         keys = table.column(KEY).to_pylist()
         values = table.column(VALUE).to_pylist()
         stamps = table.column(TIMESTAMP).to_pylist()
+        bounded = self.node.max_records is not None or self.node.max_bytes is not None
+        held = {suffix: (end, len(raw)) for end, suffix, raw in self.buffer.all()} if bounded else {}
+        stream_time = self.buffer.stream_time
         for kb, start, end, key, value, ts in zip(kbytes, starts, ends, keys, values, stamps, strict=True):
-            self.buffer.put(end, kb + _START.pack(start), pickle.dumps((key, value, ts, start), protocol=5))
+            entry = pickle.dumps((key, value, ts, start), protocol=5)
+            self.buffer.put(end, kb + _START.pack(start), entry)
+            if bounded:  # Kafka checks after every record, once the windows it closed have gone out
+                stream_time = max(stream_time, int(ts))
+                held[kb + _START.pack(start)] = (end, len(entry))
+                for suffix in [s for s, (e, _) in held.items() if e <= stream_time - self.node.grace_ms]:
+                    del held[suffix]
+                self._check_capacity(len(held), sum(size for _, size in held.values()))
         latest = int(np.max(revisions.timestamps))
         if latest > self.buffer.stream_time:
             self.buffer.stream_time = latest
+
+    def _check_capacity(self, count: int, size: int) -> None:
+        node = self.node
+        if (node.max_records is not None and count > node.max_records) or (node.max_bytes is not None and size > node.max_bytes):
+            raise ProcessingError(
+                f"{node.name} buffer exceeded its max capacity: {count}/{node.max_records} records, {size}/{node.max_bytes} bytes "
+                "(until_window_closes holds every open window; raise the bound)",
+                node=node.name,
+            )
 
     def _emit_closed(self, horizon: int, template: Flow) -> Flow:
         due = self.buffer.take_up_to(horizon)
