@@ -26,7 +26,8 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from jobs.example_cli import add_run_command, run_example
+from jobs.example_cli import add_run_command, print_pairs, read_pairs, run_example
+from jobs.example_cli import rounds_done as example_rounds_done
 from streams import StreamsBuilder, Topology
 from streams.errors import DeltaStreamsError
 from streams.processor import Processor, PunctuationType, Stores
@@ -76,12 +77,7 @@ def _topic(root: str, partitions: int):
 
 
 def rounds_done(root: str) -> int:
-    from sinks import Topic
-
-    if not Topic.exists(root, INPUT_TOPIC):
-        return 0
-    stamps = Topic.open(root, INPUT_TOPIC).read().column("timestamp").to_pylist()
-    return 0 if not stamps else int((max(stamps) - START_MS) // ROUND_MS) + 1
+    return example_rounds_done(root, INPUT_TOPIC, START_MS, ROUND_MS)
 
 
 def generate(root: str, *, rounds: int, per_round: int = 1000, seed: int = 0, partitions: int = 2) -> None:
@@ -119,12 +115,7 @@ def reference_events(root: str) -> Counter:
 
 
 def read_results(root: str) -> Counter:
-    from sinks import Topic
-
-    if not Topic.exists(root, OUTPUT_TOPIC):
-        return Counter()
-    table = Topic.open(root, OUTPUT_TOPIC).read()
-    return Counter(zip(table["key"].to_pylist(), table["value"].to_pylist(), strict=True))
+    return read_pairs(root, OUTPUT_TOPIC)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,10 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "run":
             return run_example(args, APPLICATION_ID, build_topology)
         else:
-            events = reference_events(args.root) if args.reference else read_results(args.root)
-            for (event_id, payload), n in sorted(events.items()):
-                for _ in range(n):
-                    print(f"{event_id},{payload}")
+            print_pairs(reference_events(args.root) if args.reference else read_results(args.root))
     except DeltaStreamsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

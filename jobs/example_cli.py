@@ -1,9 +1,11 @@
-"""The ``run`` subcommand the enrich, clicks and dedup examples share: the same options, the same
-settings, run in the terminal until caught up or stopped."""
+"""What the enrich, clicks and dedup examples share: the ``run`` subcommand (the same options,
+the same settings, run in the terminal until caught up or stopped), and for the examples whose
+output is a set of records, reading and printing that set and counting the rounds generated."""
 
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from collections.abc import Callable
 
 from conf import StreamsConfig
@@ -37,3 +39,31 @@ def run_example(args: argparse.Namespace, application_id: str, build_topology: C
         key, _, value = item.partition("=")
         settings[key] = value
     return run_from_terminal(StreamsApp(build_topology(), StreamsConfig.load(settings)), until_caught_up=args.until_caught_up, timeout_s=args.timeout_s)
+
+
+def read_pairs(root: str, topic: str) -> Counter:
+    """``(key, value)`` of every record of ``topic``, with multiplicity (empty if it does not
+    exist yet)."""
+    from sinks import Topic
+
+    if not Topic.exists(root, topic):
+        return Counter()
+    table = Topic.open(root, topic).read()
+    return Counter(zip(table["key"].to_pylist(), table["value"].to_pylist(), strict=True))
+
+
+def print_pairs(pairs: Counter) -> None:
+    """One ``key,value`` line per record, sorted."""
+    for (key, value), n in sorted(pairs.items()):
+        for _ in range(n):
+            print(f"{key},{value}")
+
+
+def rounds_done(root: str, topic: str, start_ms: int, round_ms: int) -> int:
+    """Rounds already appended to ``topic``, each ``round_ms`` of event time from ``start_ms``."""
+    from sinks import Topic
+
+    if not Topic.exists(root, topic):
+        return 0
+    stamps = Topic.open(root, topic).read().column("timestamp").to_pylist()
+    return 0 if not stamps else int((max(stamps) - start_ms) // round_ms) + 1

@@ -26,7 +26,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
-from state._internal.ordered import get_long, pack_long, pack_time, unpack_long, unpack_time
+from state._internal.ordered import get_long, pack_long, pack_time, purge_indexed, unpack_long, unpack_time
 
 _LEN = struct.Struct(">I")
 _OBSERVED_KEY = b"\xff\xffobserved-stream-time"
@@ -106,17 +106,8 @@ class JoinWindowStore:
         """Persist the bookkeeping and purge what fell out of retention."""
         self.store.put(_OBSERVED_KEY, pack_long(self.observed))
         self.store.put(_SEQ_KEY, pack_long(self._next_seq))
-        cutoff = self.observed - self.retention_ms  # times <= cutoff are dead
-        floor = get_long(self.store, _FLOOR_KEY, None)
-        if self.observed == NO_TIME or (floor is not None and cutoff < floor):
-            return
-        lo = b"t" if floor is None else b"t" + pack_time(floor)
-        dead = list(self.store.range(lo, b"t" + pack_time(cutoff + 1)))
-        for index_key, data_key in dead:
-            self.store.delete(index_key)
-            self.store.delete(data_key)
-        self.store.put(_FLOOR_KEY, pack_long(cutoff + 1))
-        self._cached.clear()
+        if self.observed != NO_TIME and purge_indexed(self.store, _FLOOR_KEY, self.observed - self.retention_ms):
+            self._cached.clear()
 
 
 class OuterJoinStore:

@@ -17,7 +17,7 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
-from state._internal.ordered import get_long, pack_long, pack_time, unpack_time
+from state._internal.ordered import get_long, pack_long, pack_time, purge_indexed, unpack_time
 
 _LEN = struct.Struct(">I")
 _OBSERVED_KEY = b"\xff\xffobserved-stream-time"
@@ -112,12 +112,5 @@ class SessionStore:
         cutoff = self.observed - self.retention_ms  # sessions ending at or before it are dead
         if keep_from is not None:
             cutoff = min(cutoff, keep_from - 1)
-        floor = get_long(self.store, _FLOOR_KEY, None)
-        if self.observed == NO_TIME or (floor is not None and cutoff < floor):
-            return
-        lo = b"t" if floor is None else b"t" + pack_time(floor)
-        for index_key, session_key in list(self.store.range(lo, b"t" + pack_time(cutoff + 1))):
-            self.store.delete(index_key)
-            self.store.delete(session_key)
-        self.store.put(_FLOOR_KEY, pack_long(cutoff + 1))
-        self._cached.clear()
+        if self.observed != NO_TIME and purge_indexed(self.store, _FLOOR_KEY, cutoff):
+            self._cached.clear()

@@ -175,7 +175,7 @@ class StreamsApp:
         for sub in self.topology.subtopologies:
             if not any(isinstance(self.topology.nodes[n], _JOINS) for n in sub.nodes):
                 continue
-            counts = {topic: self.registry.partitions(topic) for topic in sub.source_topics if topic not in sub.global_topics}
+            counts = {topic: self.registry.partitions(topic) for topic in sub.partitioned_topics}
             if len(set(counts.values())) > 1:
                 listed = ", ".join(f"{topic}: {n}" for topic, n in counts.items())
                 raise TopologyError(

@@ -31,6 +31,12 @@ class SubTopology:
     global_nodes: tuple[str, ...] = ()
     """The nodes keeping those global tables, run before the sub-topology's own nodes."""
 
+    @property
+    def partitioned_topics(self) -> tuple[str, ...]:
+        """The source topics read partition by partition (one task per partition; joins need
+        them co-partitioned): all but the global tables'."""
+        return tuple(t for t in self.source_topics if t not in self.global_topics)
+
 
 @dataclass(frozen=True)
 class GlobalStoreGroup:

@@ -30,3 +30,19 @@ def get_long(store, key: bytes, default: int | None) -> int | None:
 
 def unpack_long(raw: bytes, offset: int = 0) -> int:
     return _LONG.unpack_from(raw, offset)[0]
+
+
+def purge_indexed(store, floor_key: bytes, cutoff: int) -> bool:
+    """Delete every entry whose time index ``t | time | ...`` (value: the entry's key) has a time
+    at or before ``cutoff``, scanning from the floor kept under ``floor_key`` (not from key 0:
+    RocksDB keeps deleted keys in its memtable, and scans over them grew slow in a soak). Returns
+    whether it ran."""
+    floor = get_long(store, floor_key, None)
+    if floor is not None and cutoff < floor:
+        return False
+    low = b"t" if floor is None else b"t" + pack_time(floor)
+    for index_key, data_key in list(store.range(low, b"t" + pack_time(cutoff + 1))):
+        store.delete(index_key)
+        store.delete(data_key)
+    store.put(floor_key, pack_long(cutoff + 1))
+    return True

@@ -62,6 +62,18 @@ class _Pairs:
     store_keys: list[Any]
 
 
+def fold_functions(aggregation) -> tuple[Any, Any]:
+    """``(initializer(), aggregator(key, value, aggregate))`` of an aggregation, for operators
+    that fold record by record: a count from 0, Kafka's reduce from a null aggregate (the first
+    value), an aggregate as the user gave it."""
+    if aggregation.kind is AggregationKind.COUNT:
+        return (lambda: 0), (lambda key, value, agg: agg + 1)
+    if aggregation.kind is AggregationKind.REDUCE:
+        reducer = aggregation.function
+        return (lambda: None), (lambda key, value, agg: value if agg is None else reducer(agg, value))
+    return aggregation.initializer, aggregation.function
+
+
 def aggregatable(flow: Flow, node: str, context: ProcessContext) -> Flow:
     """The records an aggregation folds: a null key goes to the dead letters (Kafka drops it), a
     null value is skipped and counted as dropped (as Kafka does)."""

@@ -59,8 +59,8 @@ class ProcessContext:
     late: list[Flow] = field(default_factory=list)
     dropped_records: int = 0
     stream_times: Any = None
-    """The task's stream time after each record of the batch, indexed by ``_seq`` (without the
-    time from before the batch: operators that need it keep it)."""
+    """Gives the task's stream time after each record of the batch, indexed by ``_seq`` (without
+    the time from before the batch: operators that need it keep it); computed only when asked."""
     wall_clock_ms: int | None = None
     """The time wall-clock punctuations see (None: the machine's clock)."""
 

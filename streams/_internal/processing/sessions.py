@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from sinks.serde import key_bytes, key_bytes_of, key_from_bytes
 from state.session_store import SessionStore
-from streams._internal.processing.aggregate import aggregatable
+from streams._internal.processing.aggregate import aggregatable, fold_functions
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from topology.nodes import AggregationKind, SessionAggregateNode
@@ -57,17 +57,11 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
         self.gap, self.grace = node.sessions.gap_ms, node.sessions.grace_ms
         self.store = SessionStore(build.stores[node.store], self.gap + self.grace)
         self.caching = build.caching
-        aggregation = node.aggregation
-        if aggregation.kind is AggregationKind.COUNT:
-            self.initializer, self.aggregator = (lambda: 0), (lambda key, value, agg: agg + 1)
-            self.merger = node.merger
-        elif aggregation.kind is AggregationKind.REDUCE:  # Kafka's reduce: a null-initialized aggregate
-            reducer = aggregation.function
-            self.initializer = lambda: None
-            self.aggregator = lambda key, value, agg: value if agg is None else reducer(agg, value)
+        self.initializer, self.aggregator = fold_functions(node.aggregation)
+        self.merger = node.merger
+        if node.aggregation.kind is AggregationKind.REDUCE:  # Kafka merges reduced sessions with the reducer
+            reducer = node.aggregation.function
             self.merger = lambda key, agg, other: other if agg is None else reducer(agg, other)
-        else:
-            self.initializer, self.aggregator, self.merger = aggregation.initializer, aggregation.function, node.merger
 
     def store_view(self) -> _SessionView:
         return _SessionView(self)

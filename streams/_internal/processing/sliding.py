@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from sinks.serde import key_bytes
 from state.session_store import SessionStore
-from streams._internal.processing.aggregate import aggregatable
+from streams._internal.processing.aggregate import aggregatable, fold_functions
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from topology.nodes import AggregationKind, SlidingAggregateNode
@@ -35,15 +35,7 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
         # Windows live in a store keyed by (key, end, start), as sessions do; Kafka's retention.
         self.store = SessionStore(build.stores[node.store], 2 * self.d + self.grace)
         self.caching = build.caching
-        aggregation = node.aggregation
-        if aggregation.kind is AggregationKind.COUNT:
-            self.initializer, self.aggregator = (lambda: 0), (lambda key, value, agg: agg + 1)
-        elif aggregation.kind is AggregationKind.REDUCE:
-            reducer = aggregation.function
-            self.initializer = lambda: None
-            self.aggregator = lambda key, value, agg: value if agg is None else reducer(agg, value)
-        else:
-            self.initializer, self.aggregator = aggregation.initializer, aggregation.function
+        self.initializer, self.aggregator = fold_functions(node.aggregation)
 
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         store = self.store

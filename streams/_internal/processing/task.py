@@ -10,6 +10,7 @@ within it. The Spark runtime and the test driver both call this same code.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -119,7 +120,7 @@ class TaskProcessor:
             inputs = {t: extract_timestamps(records, self.extractors[t]) if t in self.extractors else records for t, records in inputs.items()}
         seen = SeenInputs.order(inputs, [t for task_input in self.inputs for t in task_input.topics], self.subtopology.global_topics)
         flows: dict[str, Flow] = {task_input.after: task_input.read(inputs, seen, context.bad) for task_input in self.inputs}
-        context.stream_times = seen.stream_times(self.subtopology.global_topics)
+        context.stream_times = functools.partial(seen.stream_times, self.subtopology.global_topics)
         context.wall_clock_ms = wall_clock_ms
         for operator in self.operators:
             flows[operator.name] = operator.process(concat_flows([flows[p] for p in operator.parents]), context)

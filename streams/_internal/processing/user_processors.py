@@ -192,7 +192,7 @@ class ProcessOperator(Operator, node=ProcessNode):
         self._wall_clock = context.wall_clock_ms
         out = self._out = _Forwarded()
         keys, values, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
-        task_times = context.stream_times
+        task_times = context.stream_times() if context.stream_times is not None and len(flow) else None
         for i, (key, value) in enumerate(zip(keys, values, strict=True)):
             seq = int(seqs[i])
             self._current = (seq, key)

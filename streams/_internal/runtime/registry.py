@@ -60,7 +60,7 @@ class TopicRegistry:
     def tasks(self, sub: SubTopology) -> int:
         """One task per partition of its (co-partitioned) inputs; a global table's topic reads
         whole in every task, so its partitions do not count."""
-        return max(self.partitions(topic) for topic in sub.source_topics if topic not in sub.global_topics)
+        return max(self.partitions(topic) for topic in sub.partitioned_topics)
 
     def partitions(self, logical: str) -> int:
         if logical in self._entries:
