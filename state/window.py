@@ -78,9 +78,15 @@ class TimeKeyedStore:
         taken = list(self._scan(time, floor))
         for t, suffix, _ in taken:
             self.store.delete(time_key(t, suffix))
+        self.forget_up_to(time, floor)
+        return taken
+
+    def forget_up_to(self, time: int, floor: int | None = None) -> None:
+        """Declare that no entry with key time <= ``time`` is left (its owner deleted them), so
+        scans start past them."""
+        floor = self._floor() if floor is None else floor
         if time >= 0 and (floor is None or time + 1 > floor):
             self.store.put(_FLOOR_KEY, _TIME.pack(time + 1))
-        return taken
 
     def _floor(self) -> int | None:
         raw = self.store.get(_FLOOR_KEY)

@@ -462,7 +462,7 @@ class _Grouped:
             user_named = self._group_name is not None or name is not None
             parent = self._graph.add_repartition(parent, repartition_prefix, user_named=user_named)
         if isinstance(sessions, SlidingWindows):
-            self._graph.add(SlidingAggregateNode(processor, store, aggregation, sessions.difference_ms, sessions.grace_ms), [parent])
+            self._graph.add(SlidingAggregateNode(processor, store, aggregation, sessions.difference_ms, sessions.grace_ms, emit_final), [parent])
             return KTable(self._graph, processor, _sessions=sessions)
         if sessions is not None:
             self._graph.add(SessionAggregateNode(processor, store, aggregation, sessions.spec(), merger, emit_final), [parent])
@@ -522,16 +522,18 @@ class SlidingWindowedKStream:
     _repartition_required: bool
     _group_name: str | None
     _sliding: SlidingWindows
+    _emit_final: bool = False
 
     def _aggregate(self, aggregation: Aggregation, name: str | None) -> KTable:
         grouped = _Grouped(self._graph, self._node, self._repartition_required, self._group_name)
-        return grouped._aggregate(aggregation, None, name, self._sliding)
+        return grouped._aggregate(aggregation, None, name, self._sliding, emit_final=self._emit_final)
 
     def emit_strategy(self, strategy: EmitStrategy) -> SlidingWindowedKStream:
-        """Only ``EmitStrategy.on_window_update()`` (every revision) for sliding windows, so far."""
-        if not isinstance(strategy, EmitStrategy) or strategy.final:
-            raise TopologyError("emit_strategy(): sliding windows emit on every update only (on_window_close is not built yet for them)", node="emit_strategy")
-        return self
+        """``EmitStrategy.on_window_close()``: each window once, when stream time minus grace
+        passes its end; ``on_window_update()``: every revision (the default)."""
+        if not isinstance(strategy, EmitStrategy):
+            raise TopologyError(f"emit_strategy() takes EmitStrategy.on_window_close() or on_window_update(), got {strategy!r}", node="emit_strategy")
+        return SlidingWindowedKStream(self._graph, self._node, self._repartition_required, self._group_name, self._sliding, strategy.final)
 
     def count(self, *, name: str | None = None) -> KTable:
         return self._aggregate(Aggregation(AggregationKind.COUNT), name)
@@ -739,26 +741,29 @@ class KTable:
         stream time is ``limit`` past the key's first buffered update (any table)."""
         if not isinstance(suppressed, Suppressed):
             raise TopologyError(f"suppress() takes Suppressed.until_window_closes() or until_time_limit(...), got {suppressed!r}", node="suppress")
-        if self._sessions is not None:
-            raise TopologyError("suppress() of a session- or sliding-windowed table is not supported yet", node="suppress")
+        processor = name if name is not None else self._graph.processor_name("KTABLE-SUPPRESS")
+        store = f"{name}-store" if name is not None else self._graph.store_name("KTABLE-SUPPRESS")
+        buffer = suppressed.buffer
         if suppressed.time_limit_ms is not None:
-            processor = name if name is not None else self._graph.processor_name("KTABLE-SUPPRESS")
-            store = f"{name}-store" if name is not None else self._graph.store_name("KTABLE-SUPPRESS")
-            buffer = suppressed.buffer
             node = SuppressNode(processor, store, 0, suppressed.time_limit_ms, buffer.records_limit, buffer.bytes_limit, buffer.shut_down)
-            self._graph.add(node, [self._node])
-            return KTable(self._graph, processor, self._windows)
+        else:
+            node = SuppressNode(processor, store, self._final_results_delay(), None, buffer.records_limit, buffer.bytes_limit, buffer.shut_down)
+        self._graph.add(node, [self._node])
+        return KTable(self._graph, processor, self._windows, _sessions=self._sessions)
+
+    def _final_results_delay(self) -> int:
+        """How far stream time must pass a window's end before its result is final (Kafka's
+        ``findAndVerifyWindowGrace``): the grace, plus the inactivity gap for sessions."""
+        if isinstance(self._sessions, SessionWindows):
+            return self._sessions.gap_ms + self._sessions.grace_ms
+        if isinstance(self._sessions, SlidingWindows):
+            return self._sessions.grace_ms
         if self._windows is None:
             raise TopologyError(
                 "suppress(Suppressed.until_window_closes()) needs a windowed table: windowed_by(...) before aggregating",
                 node="suppress",
             )
-        processor = name if name is not None else self._graph.processor_name("KTABLE-SUPPRESS")
-        store = f"{name}-store" if name is not None else self._graph.store_name("KTABLE-SUPPRESS")
-        buffer = suppressed.buffer
-        node = SuppressNode(processor, store, self._windows.grace_ms, None, buffer.records_limit, buffer.bytes_limit, buffer.shut_down)
-        self._graph.add(node, [self._node])
-        return KTable(self._graph, processor, self._windows)
+        return self._windows.grace_ms
 
 
 @dataclass(frozen=True)

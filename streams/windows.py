@@ -37,6 +37,16 @@ class TimeWindows:
             raise TopologyError(f"TimeWindows.of_size needs a positive size, got {size_ms} ms", node="TimeWindows.of_size")
         return cls(size_ms=size_ms)
 
+    @classmethod
+    def of_size_with_no_grace(cls, size: int | timedelta) -> TimeWindows:
+        """Kafka's name for ``of_size(size)``."""
+        return cls.of_size(size)
+
+    @classmethod
+    def of_size_and_grace(cls, size: int | timedelta, grace: int | timedelta) -> TimeWindows:
+        """Kafka's name for ``of_size(size).grace(grace)``."""
+        return cls.of_size(size).grace(grace)
+
     def grace(self, grace: int | timedelta) -> TimeWindows:
         grace_ms = _millis(grace, "TimeWindows.grace")
         if grace_ms < 0:

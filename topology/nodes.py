@@ -279,6 +279,8 @@ class SlidingAggregateNode(Node):
     aggregation: Aggregation
     difference_ms: int
     grace_ms: int
+    emit_final: bool = False
+    """``emit_strategy(EmitStrategy.on_window_close())``: each window once, when it closes."""
 
     @property
     def stores(self) -> tuple[str, ...]:

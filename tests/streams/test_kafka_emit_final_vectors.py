@@ -47,3 +47,15 @@ def test_time_windowed_kstream_impl_test(kind, final, caching):
         driver.pipe_input("input", key, value, timestamp)
     processed = [((r.key, r.window_start, r.window_end), r.value, r.timestamp) for r in driver.read_output("out")]
     assert processed == EXPECTED[(kind, final)]
+
+
+def test_final_results_go_out_by_window_start_then_key():
+    """Kafka's emit-final reads its time-ordered window store (time first, then key): windows
+    closed together go out by start, then key, so key "b"'s earlier window precedes key "a"'s."""
+    builder = StreamsBuilder()
+    windowed = builder.stream("topic").group_by_key().windowed_by(TimeWindows.of_size_and_grace(500, 1000))
+    windowed.emit_strategy(EmitStrategy.on_window_close()).count().to_stream().to("out")
+    driver = TopologyTestDriver(builder.build())
+    for key, value, timestamp in [("b", "1", 10), ("a", "2", 600), ("c", "3", 5000)]:
+        driver.pipe_input("topic", key, value, timestamp)
+    assert [(r.key, r.window_start, r.value) for r in driver.read_output("out")] == [("b", 0, 1), ("a", 500, 1)]

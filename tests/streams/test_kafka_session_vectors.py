@@ -1,7 +1,7 @@
 """Kafka Streams' own unit-test vectors for session windows, run through our TopologyTestDriver.
 
 From apache/kafka (commit 1eb7644349cb): ``SessionWindowedKStreamImplTest`` with the default
-emit strategy (``ON_WINDOW_UPDATE``; ``ON_WINDOW_CLOSE`` is not built yet), caching on and off
+emit strategy (``ON_WINDOW_UPDATE``; ``ON_WINDOW_CLOSE`` further down), caching on and off
 (Kafka's driver commits after every record, so both give the same records):
 shouldCountSessionWindowed, shouldReduceWindowed, shouldAggregateSessionWindowed, and the
 materialized stores' contents (shouldMaterializeCount / Reduced / Aggregated). The inputs are

@@ -11,16 +11,21 @@ import pytest
 
 from conf import StreamsConfig
 from sinks import Topic, create_topic
-from streams import SlidingWindows, StreamsBuilder, TopologyTestDriver
+from streams import EmitStrategy, SlidingWindows, StreamsBuilder, TopologyTestDriver
 from streams.app import StreamsApp
 
 DIFFERENCE, GRACE = 40, 60
 
 
-def build():
+def build(final=False, both=False):
+    """Every revision to "out", or (``final``) each closed window once; ``both``: the two, the
+    final results to "out-final"."""
     builder = StreamsBuilder()
-    (builder.stream("clicks").group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(DIFFERENCE, GRACE))
-     .count(name="sliding").to_stream().to("out"))
+    windowed = builder.stream("clicks").group_by_key().windowed_by(SlidingWindows.of_time_difference_and_grace(DIFFERENCE, GRACE))
+    windowed_final = windowed.emit_strategy(EmitStrategy.on_window_close())
+    (windowed_final if final else windowed).count(name="sliding").to_stream().to("out")
+    if both:
+        windowed_final.count(name="sliding-final").to_stream().to("out-final")
     return builder.build()
 
 
@@ -40,14 +45,16 @@ def check_against_model(latest, records):
     assert len(latest) > 30
 
 
+@pytest.mark.parametrize("final", [False, True])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_batches_and_restarts_do_not_change_the_windows(seed):
+def test_batches_and_restarts_do_not_change_the_windows(seed, final):
+    """With emit-final too: each closed window once, with all its records, whatever the batches."""
     records = workload(seed)
-    one_by_one = TopologyTestDriver(build(), {"caching": False})
+    one_by_one = TopologyTestDriver(build(final), {"caching": False})
     for record in records:
         one_by_one.pipe_input("clicks", *record)
     expected = [(r.key, r.window_start, r.window_end, r.value, r.timestamp) for r in one_by_one.read_output("out")]
-    batched = TopologyTestDriver(build(), {"caching": False}, store_backend="rocksdb")
+    batched = TopologyTestDriver(build(final), {"caching": False}, store_backend="rocksdb")
     rng, i = random.Random(seed), 0
     actual = []
     while i < len(records):
@@ -59,6 +66,14 @@ def test_batches_and_restarts_do_not_change_the_windows(seed):
         i += size
     assert actual == expected
     check_against_model({(k, s, e): v for k, s, e, v, _ in expected}, records)
+    if final:
+        assert len({(k, s) for k, s, *_ in expected}) == len(expected)
+        close = max(t for *_, t in records) - GRACE
+        updated = TopologyTestDriver(build(), {"caching": False})
+        for record in records:
+            updated.pipe_input("clicks", *record)
+        closed = {(r.key, r.window_start) for r in updated.read_output("out") if r.window_end < close}
+        assert {(k, s) for k, s, *_ in expected} == closed
 
 
 @pytest.mark.spark
@@ -68,9 +83,19 @@ def test_sliding_windows_on_spark_count_the_records_within_them(spark, tmp_path)
     config = StreamsConfig.load({"application_id": "sliding", "root": root, "commit_interval_ms": 100, "max_records_per_batch": 80})
     for part in (records[:200], records[200:]):
         Topic.open(root, "clicks").append(pa.table({"key": [k for k, _, _ in part], "value": [v for _, v, _ in part], "timestamp": pa.array([t for _, _, t in part], pa.int64())}))
-        StreamsApp(build(), config, spark=spark).run(until_caught_up=True, timeout_s=240)
+        StreamsApp(build(both=True), config, spark=spark).run(until_caught_up=True, timeout_s=240)
     output = Topic.open(root, "out").read().sort_by([("partition", "ascending"), ("offset", "ascending")])
     latest = {}
     for key, start, end, value in zip(*(output[c].to_pylist() for c in ("key", "window_start", "window_end", "value")), strict=True):
         latest[(key, start, end)] = value
     check_against_model(latest, records)
+    # Emit-final: each window its partition's stream time closed, once, with all its records.
+    partition_of = dict(zip(output["key"].to_pylist(), output["partition"].to_pylist(), strict=True))
+    stream_time = {}
+    for key, _, t in records:
+        stream_time[partition_of[key]] = max(stream_time.get(partition_of[key], -1), t)
+    final = Topic.open(root, "out-final").read()
+    emitted = list(zip(*(final[c].to_pylist() for c in ("key", "window_start", "window_end")), strict=True))
+    assert len(emitted) == len(set(emitted))
+    closed = {w: c for w, c in latest.items() if w[2] < stream_time[partition_of[w[0]]] - GRACE}
+    assert dict(zip(emitted, final["value"].to_pylist(), strict=True)) == closed and len(closed) > 30

@@ -205,7 +205,8 @@ class AggregateOperator(Operator, node=AggregateNode):
         """Kafka's emit-final (KStreamWindowAggregate with ON_WINDOW_CLOSE): after each record,
         if the close time (stream time - grace) moved past the last emitted one and a window
         closed since, forward the windows starting in the newly closed range, in the order
-        Kafka's window store iterates them (by segment, then key, then start)."""
+        Kafka's time-ordered window store (the one it uses for emit-final) iterates them: by
+        start, then key."""
         w = self.windows
         raw_last = self.kv.get(_LAST_EMIT_KEY)
         last = None if raw_last is None else _LONG.unpack(raw_last)[0]
@@ -224,11 +225,10 @@ class AggregateOperator(Operator, node=AggregateNode):
             last = close
         if last is not None:
             self.kv.put(_LAST_EMIT_KEY, _LONG.pack(last))
-        segment = max((w.size_ms + w.grace_ms) // 2, 60_000)
         rows, starts, keys, values, stamps = [], [], [], [], []
         stored = list(self.window_store.up_to(events[-1][2])) if events else []
         for i, lower, upper in events:
-            closed = sorted(((start, kb, raw) for start, kb, raw in stored if lower <= start <= upper), key=lambda e: (e[0] // segment, e[1], e[0]))
+            closed = sorted(((start, kb, raw) for start, kb, raw in stored if lower <= start <= upper), key=lambda e: (e[0], e[1]))
             for start, kb, raw in closed:
                 aggregate, ts = self._decode(raw)
                 rows.append(i), starts.append(start), keys.append(key_from_bytes(kb, key_type)), values.append(aggregate), stamps.append(ts)

@@ -8,22 +8,34 @@ that is missing, and its own right window if records follow within ``d``. Record
 ``d`` share the window ``[0, d]``. This follows Kafka's ``processReverse`` (the path its RocksDB
 store takes) and ``processEarly`` step by step; a window whose end has passed stream time - grace
 is not updated (the update is dropped and counted).
+
+With ``EmitStrategy.on_window_close()`` updates are not forwarded; after each record that is not
+dropped, once the close time (stream time - grace) has moved past the last emitted one, every
+window ending before it and not emitted yet goes out, by (start, key) as Kafka's time-ordered
+window store returns them. The last emitted close time is kept in the store, and windows not yet
+emitted are kept past retention until they are (Kafka's retention cut could skip them when
+stream time jumps by more than the difference; here they still go out).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import struct
+
 import numpy as np
 import pyarrow as pa
 
-from sinks.serde import key_bytes
+from sinks.serde import key_bytes, key_from_bytes
 from state.session_store import SessionStore
 from streams._internal.processing.aggregate import aggregatable, fold_functions
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from topology.nodes import AggregationKind, SlidingAggregateNode
 from topology.records import KEY
+
+_LAST_EMIT_KEY = b"\xff\xfflast-emitted-close-time"
+_LONG = struct.Struct(">q")
 
 
 class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
@@ -44,13 +56,27 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
         raw_keys = key_bytes(flow.table.column(KEY)) if len(flow) else []
         store.preload(dict.fromkeys(raw_keys))
         self._out: list[tuple[int, int, Any, Any, int]] = []  # (row, start, key, aggregate, timestamp)
+        self._final: list[tuple[int, int, Any, Any, int]] = []
+        emit_final = self.node.emit_final
+        if emit_final:
+            raw_last = store.store.get(_LAST_EMIT_KEY)
+            self._last_emit = None if raw_last is None else _LONG.unpack(raw_last)[0]
+            self._key_type = flow.key_type
         keys, values, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
         for i, (key, kb, value) in enumerate(zip(keys, raw_keys, values, strict=True)):
             self._row, self._key, self._kb, self._value, self._ts = i, key, kb, value, int(stamps[i])
             try:
-                self._record(context)
+                taken = self._record(context)
             except Exception as e:  # noqa: BLE001 - a failing aggregator rejects its record
                 context.bad.reject(seqs[i], self.name, f"{type(e).__name__}: {e}", key, value, error=e)
+                taken = True  # Kafka's processor would have gone on to emit
+            if emit_final and taken:
+                self._emit_closed()
+        if emit_final:
+            if self._last_emit is not None:
+                store.store.put(_LAST_EMIT_KEY, _LONG.pack(self._last_emit))
+            store.end_batch(keep_from=self._last_emit if self._last_emit is not None else 0)
+            return self._flow(flow, self._final)
         store.end_batch()
         out = self._out
         if self.caching:  # Kafka's cache: the last revision per window, in the order last updated
@@ -63,19 +89,35 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
 
     # -- Kafka's processor --------------------------------------------------------------------------
 
-    def _record(self, context: ProcessContext) -> None:
+    def _record(self, context: ProcessContext) -> bool:
+        """Aggregate the current record; False if it was too late for any window."""
         ts, d = self._ts, self.d
         store = self.store
         store.stream_time = max(store.stream_time, ts)
         self._close = store.stream_time - self.grace
         if ts + d < self._close:
             context.drop(1)  # even its right window has closed
-            return
+            return False
         self._context = context
         if ts < d:
             self._early()
         else:
             self._reverse()
+        return True
+
+    def _emit_closed(self) -> None:
+        """Kafka's maybeForwardFinalResult for sliding windows: windows starting from the last
+        close time - difference up to this close time - difference - 1 (ends are inclusive)."""
+        close, last = self._close, self._last_emit
+        if last is not None and last >= close:
+            return
+        upper = close - self.d - 1
+        if upper < 0:
+            return
+        lower = 0 if last is None else max(0, last - self.d)
+        for kb, start, _end, (aggregate, timestamp) in self.store.ending_between(lower + self.d, upper + self.d):
+            self._final.append((self._row, start, key_from_bytes(kb, self._key_type), aggregate, timestamp))
+        self._last_emit = close
 
     def _windows(self, lowest_start: int, highest_start: int) -> list[tuple[int, Any, int]]:
         """``(start, aggregate, timestamp)`` of the key's windows starting in the range, by start."""
@@ -158,13 +200,15 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
         new = self.aggregator(self._key, self._value, old)
         new_ts = self._ts if old is None else max(self._ts, old_ts)
         self.store.put(self._kb, start, end, (new, new_ts))
-        self._out.append((self._row, start, self._key, new, new_ts))
+        if not self.node.emit_final:
+            self._out.append((self._row, start, self._key, new, new_ts))
 
     def _put_right_window(self, right_agg: tuple[Any, int]) -> None:
         """Kafka's createCurrentRecordRightWindow: the records after this one, as they were."""
         start = self._ts + 1
         self.store.put(self._kb, start, start + self.d, right_agg)
-        self._out.append((self._row, start, self._key, right_agg[0], right_agg[1]))
+        if not self.node.emit_final:
+            self._out.append((self._row, start, self._key, right_agg[0], right_agg[1]))
 
     def _flow(self, flow: Flow, out: list) -> Flow:
         rows = np.asarray([o[0] for o in out], dtype=np.int64)
@@ -174,9 +218,11 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
             raise TypeError(f"{self.name}: aggregate values of different types cannot form one table")
         starts = pa.array([o[1] for o in out], pa.int64())
         source = flow.take(rows)
+        # Final results are other records' windows: they carry their own keys.
+        keys = pa.array([o[2] for o in out], source.key_type) if self.node.emit_final else source.table.column(KEY)
         table = pa.table(
             [source.table.column(SEQ), pa.array([o[4] for o in out], pa.int64()), starts,
-             pa.array([o[1] + self.d for o in out], pa.int64()), source.table.column(KEY), values],
+             pa.array([o[1] + self.d for o in out], pa.int64()), keys, values],
             schema=flow_schema(source.key_type, values.type, True),
         )
         return Flow(table, True)

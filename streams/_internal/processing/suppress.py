@@ -1,17 +1,20 @@
-"""``suppress(until_window_closes)``: hold a windowed table's revisions, emit each window once.
+"""``suppress``: hold a table's revisions back (Kafka's KTableSuppressProcessor).
 
-The buffer keeps the latest revision per window, keyed by (window end, key, window start), so the
-windows due are one range scan. A window is emitted, and forgotten, once the stream time this
-processor has observed (the largest revision timestamp, as in Kafka) reaches ``end + grace``.
-Emission order is Kafka's buffer order: by window end, then key bytes.
+``until_window_closes``: the buffer keeps the latest revision per window, keyed by (window end,
+key, window start). After each revision, the stream time this processor has observed (the largest
+revision timestamp, as in Kafka) moves, and every window whose end is at least the delay behind it
+(the grace; for sessions the gap plus the grace) is emitted and forgotten, in Kafka's buffer
+order: by window end, then key bytes. A window updated after it went out (a session or sliding
+window can still take a record at that boundary, as in Kafka) is buffered again and goes out
+again. Deletes (a session merged away) are buffered like any revision and never emitted.
 """
 
 from __future__ import annotations
 
+import heapq
 import pickle
 import struct
 
-import numpy as np
 import pyarrow as pa
 
 from conf.errors import ProcessingError
@@ -20,7 +23,7 @@ from state import TimeKeyedStore
 from streams._internal.processing.flow import Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from topology.nodes import SuppressNode
-from topology.records import KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
+from topology.records import KEY, VALUE, WINDOW_END, WINDOW_START
 
 _START = struct.Struct(">q")
 
@@ -35,36 +38,55 @@ class SuppressOperator(Operator, node=SuppressNode):
     def process(self, revisions: Flow, context: ProcessContext) -> Flow:
         if self.node.time_limit_ms is not None:
             return _TimeLimit(self.node, self.buffer).process(revisions)
-        if len(revisions):
-            self._buffer(revisions)
-        stream_time = self.buffer.stream_time
-        if stream_time < 0:
+        if not len(revisions):
             return Flow.empty(revisions.key_type, revisions.value_type, windowed=True)
-        return self._emit_closed(stream_time - self.node.grace_ms, revisions)
+        return _FinalResults(self.node, self.buffer).process(revisions)
 
-    def _buffer(self, revisions: Flow) -> None:
-        table = revisions.table
+
+class _FinalResults:
+    def __init__(self, node: SuppressNode, buffer: TimeKeyedStore) -> None:
+        self.node, self.buffer = node, buffer
+        self.bounded = node.max_records is not None or node.max_bytes is not None
+
+    def process(self, revisions: Flow) -> Flow:
+        table, buffer, delay = revisions.table, self.buffer, self.node.grace_ms
+        stamps, seqs = revisions.timestamps, revisions.seqs
+        stream_time = buffer.stream_time
+        last_horizon = max(stream_time, int(stamps.max())) - delay
+        # What can go out in this batch, read once before any write (a range read over a batch's
+        # pending writes sorts them all); the batch's own revisions join it as they come.
+        due = {(end, suffix): raw for end, suffix, raw in buffer.up_to(last_horizon)}
+        queue = list(due)
+        heapq.heapify(queue)
+        held = {(end, suffix): len(raw) for end, suffix, raw in buffer.all()} if self.bounded else {}
         kbytes = key_bytes(table.column(KEY))
-        starts = table.column(WINDOW_START).to_pylist()
-        ends = table.column(WINDOW_END).to_pylist()
-        keys = table.column(KEY).to_pylist()
-        values = table.column(VALUE).to_pylist()
-        stamps = table.column(TIMESTAMP).to_pylist()
-        bounded = self.node.max_records is not None or self.node.max_bytes is not None
-        held = {suffix: (end, len(raw)) for end, suffix, raw in self.buffer.all()} if bounded else {}
-        stream_time = self.buffer.stream_time
-        for kb, start, end, key, value, ts in zip(kbytes, starts, ends, keys, values, stamps, strict=True):
-            entry = pickle.dumps((key, value, ts, start), protocol=5)
-            self.buffer.put(end, kb + _START.pack(start), entry)
-            if bounded:  # Kafka checks after every record, once the windows it closed have gone out
-                stream_time = max(stream_time, int(ts))
-                held[kb + _START.pack(start)] = (end, len(entry))
-                for suffix in [s for s, (e, _) in held.items() if e <= stream_time - self.node.grace_ms]:
-                    del held[suffix]
-                self._check_capacity(len(held), sum(size for _, size in held.values()))
-        latest = int(np.max(revisions.timestamps))
-        if latest > self.buffer.stream_time:
-            self.buffer.stream_time = latest
+        starts, ends = table.column(WINDOW_START).to_pylist(), table.column(WINDOW_END).to_pylist()
+        keys, values = table.column(KEY).to_pylist(), table.column(VALUE).to_pylist()
+        out: list[tuple[int, tuple]] = []
+        for i, (kb, start, end, key, value) in enumerate(zip(kbytes, starts, ends, keys, values, strict=True)):
+            ts = int(stamps[i])
+            stream_time = max(stream_time, ts)
+            window = (end, kb + _START.pack(start))
+            entry = pickle.dumps((key, value, ts, start, end), protocol=5)
+            buffer.put(*window, entry)
+            if end <= last_horizon:
+                if window not in due:
+                    heapq.heappush(queue, window)
+                due[window] = entry
+            if self.bounded:
+                held[window] = len(entry)
+            while queue and queue[0][0] <= stream_time - delay:
+                gone = heapq.heappop(queue)
+                buffer.delete(*gone)
+                held.pop(gone, None)
+                key_, value_, ts_, start_ = pickle.loads(due.pop(gone))[:4]
+                if value_ is not None:  # Kafka's final results drop buffered deletes
+                    out.append((int(seqs[i]), (key_, value_, ts_, start_, gone[0])))
+            if self.bounded:  # checked after every record, once the windows it closed have gone out
+                self._check_capacity(len(held), sum(held.values()))
+        buffer.forget_up_to(last_horizon)
+        buffer.stream_time = stream_time
+        return _emitted(out, revisions)
 
     def _check_capacity(self, count: int, size: int) -> None:
         node = self.node
@@ -74,23 +96,6 @@ class SuppressOperator(Operator, node=SuppressNode):
                 "(until_window_closes holds every open window; raise the bound)",
                 node=node.name,
             )
-
-    def _emit_closed(self, horizon: int, template: Flow) -> Flow:
-        due = self.buffer.take_up_to(horizon)
-        if not due:
-            return Flow.empty(template.key_type, template.value_type, windowed=True)
-        rows = [pickle.loads(raw) for _, _, raw in due]
-        keys, _ = infer_array([r[0] for r in rows], template.key_type if len(template) else None)
-        values, _ = infer_array([r[1] for r in rows], template.value_type if len(template) else None)
-        # Emitted while processing the batch's last revision: order them after it.
-        emit_seq = int(template.seqs.max()) if len(template) else 0
-        columns = [
-            pa.array([emit_seq] * len(rows), pa.int64()),
-            pa.array([r[2] for r in rows], pa.int64()),
-            pa.array([r[3] for r in rows], pa.int64()),
-            pa.array([end for end, _, _ in due], pa.int64()),
-        ]
-        return Flow(pa.table(columns + [keys, values], schema=flow_schema(keys.type, values.type, True)), True)
 
 
 _INDEX = b"\xff\xfeindex:"
