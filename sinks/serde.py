@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -97,3 +98,22 @@ def key_bytes_of(value: Any, type_: pa.DataType) -> bytes:
     if out is None:
         raise ValueError("cannot serialize a null key")
     return out
+
+
+# -- record headers -------------------------------------------------------------------------------
+
+HEADERS = "headers"
+"""Optional column of a record: its headers, Kafka's ordered ``(key, bytes)`` pairs (keys may
+repeat); null or empty: none. Python code sees them as a tuple of pairs."""
+HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+Headers = tuple[tuple[str, bytes], ...]
+
+
+def headers_array(rows: Sequence[Iterable[tuple[str, bytes]] | None]) -> pa.Array:
+    """The HEADERS column of records whose headers are ``rows`` (None: no headers)."""
+    return pa.array([None if h is None else [{"key": k, "value": v} for k, v in h] for h in rows], HEADERS_TYPE)
+
+
+def headers_of(column: pa.Array | pa.ChunkedArray) -> list[Headers]:
+    """A HEADERS column as Python tuples (no headers: an empty tuple)."""
+    return [() if h is None else tuple((e["key"], e["value"]) for e in h) for h in column.to_pylist()]

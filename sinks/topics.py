@@ -5,7 +5,8 @@ append), ``timestamp`` (int64 epoch ms) and the record's key and value. The key 
 (``key_column``); a struct value is flattened into one column per field, so plain Delta readers
 see ordinary tables; a scalar value lives in ``value_column``. The key column may also be a value
 field (the pageview events are keyed by their own ``user_id``): it is then stored once. Windowed
-records (a windowed aggregation's output) add ``window_start`` and ``window_end``. This layout and
+records (a windowed aggregation's output) add ``window_start`` and ``window_end``; a topic created
+with headers adds ``headers`` (Kafka's record headers: a list of key/bytes pairs). This layout and
 the partition count are kept in the table's description, so any process can open the topic.
 
 Inside deltastreams, records travel as Arrow tables in *record form*: ``partition``, ``offset``,
@@ -27,6 +28,7 @@ from deltalake import DeltaTable
 from sinks._internal import delta_log
 from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, read_data_file, under_root, write_partition_file
 from sinks.partitioner import partitions_for
+from sinks.serde import HEADERS, HEADERS_TYPE
 from conf.errors import RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError, UnreadableFileError
 
 WINDOW_START = "window_start"
@@ -34,7 +36,7 @@ WINDOW_END = "window_end"
 KEY = "key"
 VALUE = "value"
 _FORMAT = "deltastreams-topic/1"
-_RESERVED = (PARTITION, OFFSET, TIMESTAMP, WINDOW_START, WINDOW_END)
+_RESERVED = (PARTITION, OFFSET, TIMESTAMP, WINDOW_START, WINDOW_END, HEADERS)
 
 
 def topic_uri(root: str | Path, name: str) -> str:
@@ -54,6 +56,8 @@ class TopicLayout:
     value_column: str | None = None
     """Set when the value is stored in one column."""
     windowed: bool = False
+    headers: bool = False
+    """The records keep their headers (a topic without this column stores none)."""
 
     @classmethod
     def of(
@@ -66,13 +70,14 @@ class TopicLayout:
         value_column: str = VALUE,
         flatten_value: bool = True,
         windowed: bool = False,
+        headers: bool = False,
     ) -> TopicLayout:
         if partitions <= 0:
             raise ValueError(f"a topic needs at least one partition, got {partitions}")
         if flatten_value and pa.types.is_struct(value_type):
             fields = tuple(value_type.field(i).name for i in range(value_type.num_fields))
-            return cls(partitions, key_column, key_type, value_type, value_fields=fields, windowed=windowed)
-        return cls(partitions, key_column, key_type, value_type, value_column=value_column, windowed=windowed)
+            return cls(partitions, key_column, key_type, value_type, value_fields=fields, windowed=windowed, headers=headers)
+        return cls(partitions, key_column, key_type, value_type, value_column=value_column, windowed=windowed, headers=headers)
 
     @property
     def key_shared(self) -> bool:
@@ -84,7 +89,8 @@ class TopicLayout:
         cols = [pa.field(PARTITION, pa.int32()), pa.field(OFFSET, pa.int64()), pa.field(TIMESTAMP, pa.int64())]
         if self.windowed:
             cols += [pa.field(WINDOW_START, pa.int64()), pa.field(WINDOW_END, pa.int64())]
-        return pa.schema(cols + [pa.field(KEY, self.key_type), pa.field(VALUE, self.value_type)])
+        cols += [pa.field(KEY, self.key_type), pa.field(VALUE, self.value_type)]
+        return pa.schema(cols + ([pa.field(HEADERS, HEADERS_TYPE)] if self.headers else []))
 
     def table_schema(self) -> pa.Schema:
         """Schema of the Delta table (``partition`` is a Delta partition column)."""
@@ -97,6 +103,8 @@ class TopicLayout:
             cols += [self.value_type.field(name) for name in self.value_fields]
         else:
             cols.append(pa.field(self.value_column, self.value_type))
+        if self.headers:
+            cols.append(pa.field(HEADERS, HEADERS_TYPE))
         names = [c.name for c in cols]
         duplicate = {n for n in names if names.count(n) > 1}
         if duplicate:
@@ -112,6 +120,7 @@ class TopicLayout:
                 "value_fields": list(self.value_fields) if self.value_fields is not None else None,
                 "value_column": self.value_column,
                 "windowed": self.windowed,
+                **({"headers": True} if self.headers else {}),
             }
         )
 
@@ -122,11 +131,12 @@ class TopicLayout:
             raise ValueError("not a deltastreams topic")
         key_type = schema.field(spec["key_column"]).type
         fields = spec.get("value_fields")
+        headers = spec.get("headers", False)
         if fields is not None:
             value_type = pa.struct([schema.field(n) for n in fields])
-            return cls(spec["partitions"], spec["key_column"], key_type, value_type, tuple(fields), None, spec["windowed"])
+            return cls(spec["partitions"], spec["key_column"], key_type, value_type, tuple(fields), None, spec["windowed"], headers)
         value_type = schema.field(spec["value_column"]).type
-        return cls(spec["partitions"], spec["key_column"], key_type, value_type, None, spec["value_column"], spec["windowed"])
+        return cls(spec["partitions"], spec["key_column"], key_type, value_type, None, spec["value_column"], spec["windowed"], headers)
 
     # -- conversions between the table's columns and the record form --------------------------
 
@@ -142,6 +152,8 @@ class TopicLayout:
             cols[VALUE] = pa.StructArray.from_arrays(arrays, fields=list(self.value_type), mask=self._null_values(arrays))
         else:
             cols[VALUE] = table.column(self.value_column)
+        if self.headers:
+            cols[HEADERS] = table.column(HEADERS)
         return pa.table(cols, schema=self.record_schema())
 
     def _null_values(self, arrays: list[pa.Array]) -> pa.Array | None:
@@ -189,6 +201,8 @@ class TopicLayout:
                     )
         else:
             cols[self.value_column] = value
+        if self.headers:
+            cols[HEADERS] = records.column(HEADERS)
         return pa.table(cols)
 
     def conform(self, records: pa.Table, topic: str) -> pa.Table:
@@ -416,9 +430,11 @@ def create_topic(
     value_column: str = VALUE,
     flatten_value: bool = True,
     windowed: bool = False,
+    headers: bool = False,
     exist_ok: bool = False,
 ) -> Topic:
-    """Create a topic (an empty Delta table partitioned by ``partition``)."""
+    """Create a topic (an empty Delta table partitioned by ``partition``); ``headers``: its
+    records keep their headers."""
     layout = TopicLayout.of(
         partitions=partitions,
         key_type=key_type,
@@ -427,6 +443,7 @@ def create_topic(
         value_column=value_column,
         flatten_value=flatten_value,
         windowed=windowed,
+        headers=headers,
     )
     return create_topic_with_layout(root, name, layout, exist_ok=exist_ok)
 

@@ -45,6 +45,7 @@ from streams._internal.processing.task import TaskProcessor
 from streams._internal.runtime.collector import collect
 from topology.graph import Topology
 from topology.nodes import ProcessNode
+from topology.records import HEADERS, headers_array, headers_of
 
 _TEST_APPLICATION = "test-application"
 
@@ -60,6 +61,7 @@ class TestRecord:
     timestamp: int
     window_start: int | None = None
     window_end: int | None = None
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 class TopologyTestDriver:
@@ -147,9 +149,14 @@ class TopologyTestDriver:
             if any(isinstance(self.topology.nodes[n], ProcessNode) for n in task.subtopology.nodes):
                 self._run(task, {})
 
-    def pipe_input(self, topic: str, key: Any, value: Any, timestamp: int | None = None) -> None:
-        """One record, one commit."""
-        self.pipe_batch(topic, [(key, value, timestamp)])
+    def pipe_input(self, topic: str, key: Any, value: Any, timestamp: int | None = None, *, headers: Iterable[tuple[str, bytes]] | None = None) -> None:
+        """One record, one commit; ``headers``: Kafka's record headers, ``(key, bytes)`` pairs."""
+        if headers is None:
+            self.pipe_batch(topic, [(key, value, timestamp)])
+            return
+        self._check_source(topic)
+        stamp = self.wall_clock_ms if timestamp is None else timestamp
+        self._deliver(topic, self._records(topic, pa.array([key]), pa.array([value]), [stamp], headers=headers_array([list(headers)])))
 
     def pipe_inputs(self, topic: str, records: Iterable[tuple[Any, Any, int | None]]) -> None:
         """Several records, one commit each."""
@@ -160,10 +167,13 @@ class TopologyTestDriver:
         """Several records processed as one batch and committed once (caching keeps the last
         revision per window of the batch)."""
         rows = list(records)
-        if not any(topic in sub.source_topics for sub in self.topology.subtopologies):
-            raise TopologyError(f"no source reads topic '{topic}'; sources read {list(self.topology.source_topics)}")
+        self._check_source(topic)
         stamps = [self.wall_clock_ms if ts is None else ts for _, _, ts in rows]
         self._deliver(topic, self._records(topic, pa.array([r[0] for r in rows]), pa.array([r[1] for r in rows]), stamps))
+
+    def _check_source(self, topic: str) -> None:
+        if not any(topic in sub.source_topics for sub in self.topology.subtopologies):
+            raise TopologyError(f"no source reads topic '{topic}'; sources read {list(self.topology.source_topics)}")
 
     def pipe_together(self, records: Iterable[tuple[str, Any, Any, int]]) -> None:
         """``(topic, key, value, timestamp)`` records of several topics processed as one batch
@@ -178,7 +188,7 @@ class TopologyTestDriver:
         }
         self._deliver_batch(batch)
 
-    def _records(self, topic: str, keys: pa.Array, values: pa.Array, stamps: list[int], windows: tuple | None = None) -> pa.Table:
+    def _records(self, topic: str, keys: pa.Array, values: pa.Array, stamps: list[int], windows: tuple | None = None, headers: pa.Array | None = None) -> pa.Table:
         first = self._offsets.get(topic, 0)
         self._offsets[topic] = first + len(keys)
         columns = {
@@ -189,6 +199,8 @@ class TopologyTestDriver:
         if windows is not None:
             columns["window_start"], columns["window_end"] = windows
         columns["key"], columns["value"] = keys, values
+        if headers is not None:
+            columns[HEADERS] = headers
         return pa.table(columns)
 
     def _deliver(self, topic: str, records: pa.Table) -> None:
@@ -230,7 +242,8 @@ class TopologyTestDriver:
             return
         if topic in self.topology.internal_topics:
             windows = (table.column("window_start"), table.column("window_end")) if "window_start" in table.column_names else None
-            self._deliver(topic, self._records(topic, table.column("key"), table.column("value"), table.column("timestamp").to_pylist(), windows))
+            headers = table.column(HEADERS) if HEADERS in table.column_names else None
+            self._deliver(topic, self._records(topic, table.column("key"), table.column("value"), table.column("timestamp").to_pylist(), windows, headers))
         else:
             self._collect(topic, table)
 
@@ -239,8 +252,9 @@ class TopologyTestDriver:
         keys, values, stamps = table.column("key").to_pylist(), table.column("value").to_pylist(), table.column("timestamp").to_pylist()
         starts = table.column("window_start").to_pylist() if windowed else [None] * len(keys)
         ends = table.column("window_end").to_pylist() if windowed else [None] * len(keys)
+        headers = headers_of(table.column(HEADERS)) if HEADERS in table.column_names else [()] * len(keys)
         self._outputs.setdefault(topic, []).extend(
-            TestRecord(k, v, t, s, e) for k, v, t, s, e in zip(keys, values, stamps, starts, ends, strict=True)
+            TestRecord(k, v, t, s, e, h) for k, v, t, s, e, h in zip(keys, values, stamps, starts, ends, headers, strict=True)
         )
 
     # -- output and state ---------------------------------------------------------------------

@@ -10,12 +10,25 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Record:
-    """A record as a processor sees and forwards it."""
+    """A record as a processor sees and forwards it. ``headers``: Kafka's record headers, an
+    ordered tuple of ``(key, bytes)`` pairs (a key may repeat). A forwarded record carries the
+    headers it has: ``record.with_value(v)`` keeps the input's, ``Record(k, v, t)`` has none."""
 
     key: Any
     value: Any
     timestamp: int
     headers: tuple[tuple[str, bytes], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.headers, tuple):
+            object.__setattr__(self, "headers", tuple((str(k), bytes(v)) for k, v in self.headers))
+
+    def header(self, key: str) -> bytes | None:
+        """The last value of header ``key`` (Kafka's ``lastHeader``), or None."""
+        return next((v for k, v in reversed(self.headers) if k == key), None)
+
+    def with_headers(self, headers) -> Record:
+        return replace(self, headers=tuple((str(k), bytes(v)) for k, v in headers))
 
     def with_key(self, key: Any) -> Record:
         return replace(self, key=key)

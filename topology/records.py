@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from sinks.serde import HEADERS, HEADERS_TYPE, Headers, headers_array, headers_of
+
+__all__ = ["HEADERS", "HEADERS_TYPE", "Headers", "KEY", "REJECTED", "TIMESTAMP", "VALUE", "WINDOW_END", "WINDOW_START", "Windowed", "headers_array", "headers_of"]
+
 TIMESTAMP = "timestamp"
 WINDOW_START = "window_start"
 WINDOW_END = "window_end"
@@ -26,3 +30,4 @@ class Windowed(NamedTuple):
     key: Any
     window_start: int
     window_end: int
+

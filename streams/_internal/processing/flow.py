@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from conf.errors import ProcessingError, RecordError
 from sinks.serde import json_default
-from topology.records import KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START, Windowed
+from topology.records import HEADERS, KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START, Windowed
 
 SEQ = "_seq"
 
@@ -110,6 +111,24 @@ def concat_flows(flows: Sequence[Flow]) -> Flow:
     table = pa.concat_tables([f.table for f in flows], promote_options="permissive")
     order = np.argsort(table.column(SEQ).to_numpy(), kind="stable")
     return Flow(table.take(pa.array(order)), windowed)
+
+
+def headers_by_seqs(by_seq: pa.Array, seqs: np.ndarray) -> pa.Array:
+    """The headers of the input records ``seqs`` (a seq outside the batch, as a punctuation's
+    before any record: none)."""
+    valid = (seqs >= 0) & (seqs < len(by_seq))
+    taken = by_seq.take(pa.array(np.where(valid, seqs, 0)))
+    return taken if valid.all() else pc.if_else(pa.array(valid), taken, pa.nulls(len(seqs), by_seq.type))
+
+
+def record_headers(flow: Flow, input_headers: pa.Array | None) -> pa.Array | None:
+    """Each record's headers, as in Kafka: those a processor gave it (the flow's HEADERS column),
+    else those of the input record it came from (its ``_seq``); None when no record has any."""
+    headers = flow.table.column(HEADERS).combine_chunks() if HEADERS in flow.table.column_names else None
+    if input_headers is not None:
+        inherited = headers_by_seqs(input_headers, flow.seqs)
+        headers = inherited if headers is None else pc.if_else(headers.is_null(), inherited, headers)
+    return headers
 
 
 def to_json_text(value: Any) -> str | None:

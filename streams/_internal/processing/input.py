@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from streams._internal.processing.flow import SEQ, BadRecords, Flow, concat_flows
 from streams._internal.processing.order import sequence_numbers
-from topology.records import KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
+from topology.records import HEADERS, HEADERS_TYPE, KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
 
 
 @dataclass
@@ -33,6 +33,8 @@ class SeenInputs:
     offsets: list[np.ndarray] = field(default_factory=list)
     timestamps: list[np.ndarray] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
+    headers: dict[str, pa.ChunkedArray] = field(default_factory=dict)
+    """Per topic whose records carry headers, the column."""
 
     @property
     def total(self) -> int:
@@ -64,7 +66,17 @@ class SeenInputs:
         self.offsets.append(records.column("offset").to_numpy(zero_copy_only=False))
         self.timestamps.append(records.column(TIMESTAMP).fill_null(-1).to_numpy(zero_copy_only=False))
         self.sizes.append(records.num_rows)
+        if HEADERS in records.column_names:
+            self.headers[topic] = records.column(HEADERS)
         return self.seqs[topic]
+
+    def headers_by_seq(self) -> pa.Array | None:
+        """Every input record's headers, indexed by ``_seq``; None when no topic carries any."""
+        if not self.headers:
+            return None
+        parts = [self.headers[t].combine_chunks() if t in self.headers else pa.nulls(n, HEADERS_TYPE) for t, n in zip(self.topics, self.sizes, strict=True)]
+        order = np.concatenate([self.seqs[t] for t in self.topics])
+        return pa.concat_arrays(parts).take(pa.array(np.argsort(order)))
 
     def stream_times(self, skip: Sequence[str] = ()) -> np.ndarray:
         """The task's stream time after each record (by ``_seq``): the largest timestamp so far,

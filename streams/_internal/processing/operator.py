@@ -63,6 +63,9 @@ class ProcessContext:
     the time from before the batch: operators that need it keep it); computed only when asked."""
     wall_clock_ms: int | None = None
     """The time wall-clock punctuations see (None: the machine's clock)."""
+    input_headers: Any = None
+    """Gives the headers of the batch's input records, indexed by ``_seq`` (None when no input
+    topic carries headers); computed only when asked."""
 
     def emit(self, topic: str, flow: Flow) -> None:
         """Records for ``topic`` (logical name), in the order the task produced them."""

@@ -18,13 +18,13 @@ import numpy as np
 import pyarrow as pa
 
 from state import ChangeLoggingStore, ChangelogEntry, ReadOnlyKeyValueStore, ReadOnlyWindowStore
-from streams._internal.processing.flow import BadRecords, Flow, concat_flows
+from streams._internal.processing.flow import BadRecords, Flow, concat_flows, record_headers
 from streams._internal.processing.input import SeenInputs
 from streams._internal.processing.operator import BuildContext, ProcessContext
 from streams._internal.processing.plan import plan_task
 from topology.graph import SubTopology, Topology
 from topology.nodes import SourceNode
-from topology.records import KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
+from topology.records import HEADERS, KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
 
 DEAD_LETTER_VALUE = pa.struct(
     [
@@ -122,14 +122,15 @@ class TaskProcessor:
         flows: dict[str, Flow] = {task_input.after: task_input.read(inputs, seen, context.bad) for task_input in self.inputs}
         context.stream_times = functools.partial(seen.stream_times, self.subtopology.global_topics)
         context.wall_clock_ms = wall_clock_ms
+        context.input_headers = functools.cache(seen.headers_by_seq)
         for operator in self.operators:
             flows[operator.name] = operator.process(concat_flows([flows[p] for p in operator.parents]), context)
 
         result = TaskResult(dropped_records=context.dropped_records, processed=seen.total)
         for topic, parts in context.outputs.items():
-            result.outputs[topic] = _output(concat_flows(parts))
+            result.outputs[topic] = _output(concat_flows(parts), context.input_headers())
         if context.late and self.late_records_topic:
-            result.outputs[self.late_records_topic] = _output(concat_flows(context.late))
+            result.outputs[self.late_records_topic] = _output(concat_flows(context.late), context.input_headers())
         result.dead_letters = self._dead_letters(context.bad, seen)
         result.changelogs = {name: store.changelog() for name, store in self.stores.items()}
         return result
@@ -183,11 +184,15 @@ def extract_timestamps(records: pa.Table, extractor) -> pa.Table:
     return table.append_column(REJECTED, rejected)
 
 
-def _output(flow: Flow) -> pa.Table:
+def _output(flow: Flow, input_headers: pa.Array | None) -> pa.Table:
+    """The records a sink writes, with their headers if any has some (:func:`record_headers`)."""
     columns = {TIMESTAMP: flow.table.column(TIMESTAMP)}
     if flow.windowed:
         columns[WINDOW_START] = flow.table.column(WINDOW_START)
         columns[WINDOW_END] = flow.table.column(WINDOW_END)
     columns[KEY] = flow.table.column(KEY)
     columns[VALUE] = flow.table.column(VALUE)
+    headers = record_headers(flow, input_headers)
+    if headers is not None:
+        columns[HEADERS] = headers
     return pa.table(columns)

@@ -26,10 +26,11 @@ import pyarrow as pa
 
 from conf.errors import ProcessingError
 from sinks.serde import key_bytes_of
-from streams._internal.processing.flow import Flow, flow_schema, infer_array
+from streams._internal.processing.flow import Flow, flow_schema, infer_array, record_headers
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from topology.nodes import ProcessNode
 from topology.processor_api import Record
+from topology.records import HEADERS, headers_array, headers_of
 
 _LONG = struct.Struct(">q")
 _STREAM_TIME_KEY = b"stream-time"
@@ -193,11 +194,13 @@ class ProcessOperator(Operator, node=ProcessNode):
         out = self._out = _Forwarded()
         keys, values, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
         task_times = context.stream_times() if context.stream_times is not None and len(flow) else None
+        headers = record_headers(flow, context.input_headers() if context.input_headers is not None else None)
+        headers = headers_of(headers) if headers is not None else [()] * len(flow)
         for i, (key, value) in enumerate(zip(keys, values, strict=True)):
             seq = int(seqs[i])
             self._current = (seq, key)
             try:
-                self.processor.process(Record(key, value, int(stamps[i])))
+                self.processor.process(Record(key, value, int(stamps[i]), headers[i]))
             except Exception as e:  # noqa: BLE001 - a failing processor rejects its record, as other user functions do
                 context.bad.reject(seq, self.name, f"{type(e).__name__}: {e}", key, value, error=e)
             if task_times is not None and seq < len(task_times):
@@ -234,12 +237,14 @@ class _Forwarded:
         self.keys: list[Any] = []
         self.values: list[Any] = []
         self.stamps: list[int] = []
+        self.headers: list[Any] = []
 
     def add(self, seq: int, record) -> None:
         self.seqs.append(seq)
         self.keys.append(record.key)
         self.values.append(record.value)
         self.stamps.append(int(record.timestamp))
+        self.headers.append(record.headers)
 
     def flow(self, node: str, source: Flow, context: ProcessContext) -> Flow:
         if not self.seqs:
@@ -249,7 +254,7 @@ class _Forwarded:
         table = pa.table(
             [pa.array(self.seqs, pa.int64()), pa.array(self.stamps, pa.int64()), keys, values],
             schema=flow_schema(keys.type, values.type, False),
-        )
+        ).append_column(HEADERS, headers_array(self.headers))  # a forwarded record's own headers, even none
         out = Flow(table, False, self.keys, self.values)
         misfits = sorted(set(bad_keys) | set(bad_values))
         if not misfits:

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 import pyarrow as pa
 
 from sinks import DataFile, TopicLayout
+from sinks.serde import HEADERS
 from state import ChangelogPosition
 from topology.graph import Topology
 
@@ -63,6 +64,7 @@ class TopicTarget:
             key_column=self.key_column,
             value_column=self.value_column,
             windowed="window_start" in schema.names,
+            headers=HEADERS in schema.names,
         )
 
 

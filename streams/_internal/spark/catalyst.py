@@ -4,17 +4,18 @@ of a batch read before the processing core takes over (``topology.compile`` deci
 from __future__ import annotations
 
 from topology.compile import CompiledSubtopology
-from topology.records import REJECTED
+from topology.records import HEADERS, REJECTED
 from topology.graph import Topology
 from topology.nodes import FilterNode, MapValuesNode, SelectKeyNode
 
 
 def apply_catalyst_steps(compiled: CompiledSubtopology, topology: Topology, frame):
-    """The Column steps over a DataFrame of records (partition, offset, timestamp, key, value),
-    plus a ``_rejected`` column: the reason a step found a record bad, or null."""
+    """The Column steps over a DataFrame of records (partition, offset, timestamp, key, value,
+    [headers]), plus a ``_rejected`` column: the reason a step found a record bad, or null."""
     from pyspark.sql import functions as F
 
     frame = frame.withColumn(REJECTED, F.lit(None).cast("string"))
+    headers = [HEADERS] if HEADERS in frame.columns else []  # carried along untouched
     for name in compiled.catalyst_steps:
         node = topology.nodes[name]
         fn = node.function.fn
@@ -30,5 +31,5 @@ def apply_catalyst_steps(compiled: CompiledSubtopology, topology: Topology, fram
             frame = frame.withColumn("key", fn)
         else:
             key, value = fn
-            frame = frame.select("partition", "offset", "timestamp", key.alias("key"), value.alias("value"), REJECTED)
-    return frame.select("partition", "offset", "timestamp", "key", "value", REJECTED)
+            frame = frame.select("partition", "offset", "timestamp", key.alias("key"), value.alias("value"), REJECTED, *headers)
+    return frame.select("partition", "offset", "timestamp", "key", "value", REJECTED, *headers)
