@@ -21,7 +21,18 @@ from conf.errors import (
     TopologyError,
 )
 from streams.builder import StreamsBuilder
-from streams.dsl import BranchedKStream, GlobalKTable, KGroupedStream, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream
+from streams.dsl import (
+    BranchedKStream,
+    CogroupedKStream,
+    GlobalKTable,
+    KGroupedStream,
+    KStream,
+    KTable,
+    SessionWindowedCogroupedKStream,
+    SessionWindowedKStream,
+    TimeWindowedCogroupedKStream,
+    TimeWindowedKStream,
+)
 from streams.options import Branched, Printed
 from streams.testing import TestRecord, TopologyTestDriver
 from streams.windows import BufferConfig, EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
@@ -32,6 +43,7 @@ __all__ = [
     "Branched",
     "BufferConfig",
     "BranchedKStream",
+    "CogroupedKStream",
     "ConfigError",
     "DeltaStreamsError",
     "EmitStrategy",
@@ -45,12 +57,14 @@ __all__ = [
     "ProducerFencedError",
     "RecordError",
     "StateStoreError",
+    "SessionWindowedCogroupedKStream",
     "SessionWindowedKStream",
     "SessionWindows",
     "SlidingWindows",
     "StreamsBuilder",
     "Suppressed",
     "TestRecord",
+    "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "TimeWindows",
     "Topology",

@@ -42,10 +42,11 @@ from streams._internal.spark.job import TriggerJob
 from streams._internal.spark.trigger import BatchMetrics, Trigger
 from topology.compile import compile_subtopology, for_executors
 from topology.graph import Topology
-from topology.nodes import SourceNode, StreamStreamJoinNode, StreamTableJoinNode, TableTableJoinNode
+from topology.nodes import CogroupAggregateNode, SourceNode, StreamStreamJoinNode, StreamTableJoinNode, TableTableJoinNode
 
-_JOINS = (StreamTableJoinNode, StreamStreamJoinNode, TableTableJoinNode)
-"""Nodes that read two inputs key by key: their topics must be co-partitioned."""
+_JOINS = (StreamTableJoinNode, StreamStreamJoinNode, TableTableJoinNode, CogroupAggregateNode)
+"""Nodes that read several inputs key by key (joins, cogroups): their topics must be
+co-partitioned."""
 
 log = logging.getLogger("deltastreams")
 _CHECKPOINT_RESTARTS = 3
@@ -169,8 +170,8 @@ class StreamsApp:
         self._check_copartitioning()
 
     def _check_copartitioning(self) -> None:
-        """A join reads its stream and its table partition by partition, so both must have as
-        many partitions, as Kafka checks at start (a record and its table row are then in the
+        """A join reads its stream and its table partition by partition (a cogroup its input
+        streams), so all must have as many partitions, as Kafka checks at start (a record and its table row are then in the
         same task, both partitioned by key with the same partitioner)."""
         for sub in self.topology.subtopologies:
             if not any(isinstance(self.topology.nodes[n], _JOINS) for n in sub.nodes):
@@ -179,8 +180,8 @@ class StreamsApp:
             if len(set(counts.values())) > 1:
                 listed = ", ".join(f"{topic}: {n}" for topic, n in counts.items())
                 raise TopologyError(
-                    f"topics joined in sub-topology {sub.id} are not co-partitioned ({listed}): a join needs the same number of "
-                    "partitions on both sides; recreate one of them (or, for a repartition topic, set num_partitions to match)"
+                    f"topics joined or cogrouped in sub-topology {sub.id} are not co-partitioned ({listed}): a join or cogroup needs "
+                    "the same number of partitions on every side; recreate one of them (or, for a repartition topic, set num_partitions to match)"
                 )
 
     def _start_query(self) -> None:

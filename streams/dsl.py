@@ -7,8 +7,9 @@ table, whose changes are a stream), which is why they share this module.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from conf.errors import TopologyError
@@ -22,6 +23,8 @@ from topology.nodes import (
     AggregationKind,
     BranchChildNode,
     BranchNode,
+    CogroupAggregateNode,
+    CogroupMergeNode,
     FilterNode,
     FlatMapNode,
     FlatMapValuesNode,
@@ -461,14 +464,8 @@ class _Grouped:
             repartition_prefix = self._group_name if self._group_name is not None else store
             user_named = self._group_name is not None or name is not None
             parent = self._graph.add_repartition(parent, repartition_prefix, user_named=user_named)
-        if isinstance(sessions, SlidingWindows):
-            self._graph.add(SlidingAggregateNode(processor, store, aggregation, sessions.difference_ms, sessions.grace_ms, emit_final), [parent])
-            return KTable(self._graph, processor, _sessions=sessions)
-        if sessions is not None:
-            self._graph.add(SessionAggregateNode(processor, store, aggregation, sessions.spec(), merger, emit_final), [parent])
-            return KTable(self._graph, processor, _sessions=sessions)
-        self._graph.add(AggregateNode(processor, store, aggregation, windows, emit_final), [parent])
-        return KTable(self._graph, processor, windows)
+        self._graph.add(_aggregation_node(processor, store, aggregation, windows, sessions, merger, emit_final), [parent])
+        return KTable(self._graph, processor, windows, _sessions=sessions)
 
     def count(self, *, name: str | None = None) -> KTable:
         """Count records per key (per window, if windowed) into store ``name``. Records with a
@@ -496,8 +493,28 @@ class _Grouped:
         return None
 
 
+def _aggregation_node(
+    processor: str, store: str, aggregation: Aggregation, windows: Windows | None, sessions: SessionWindows | SlidingWindows | None, merger: Any, emit_final: bool
+) -> AggregateNode | SessionAggregateNode | SlidingAggregateNode:
+    """The node aggregating per key: per time window (``windows``), per session or over sliding
+    windows (``sessions``), or not windowed."""
+    if isinstance(sessions, SlidingWindows):
+        return SlidingAggregateNode(processor, store, aggregation, sessions.difference_ms, sessions.grace_ms, emit_final)
+    if sessions is not None:
+        return SessionAggregateNode(processor, store, aggregation, sessions.spec(), merger, emit_final)
+    return AggregateNode(processor, store, aggregation, windows, emit_final)
+
+
 class KGroupedStream(_Grouped):
     """Records grouped by key, ready to aggregate into a KTable."""
+
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Start a cogroup (Kafka's ``cogroup``): this stream's records are folded with
+        ``aggregator(key, value, aggregate)``; add other grouped streams, each with its own
+        aggregator, with :meth:`CogroupedKStream.cogroup`, then ``aggregate(initializer)`` them
+        all into one table."""
+        check_callable(aggregator, operator="cogroup", what="aggregator(key, value, aggregate)", arguments=3)
+        return CogroupedKStream(self._graph, ((self, aggregator),))
 
     def windowed_by(self, windows: TimeWindows | SessionWindows) -> TimeWindowedKStream | SessionWindowedKStream:
         """Aggregate per time window (``TimeWindows``) or per session (``SessionWindows``) as
@@ -510,6 +527,118 @@ class KGroupedStream(_Grouped):
             raise TopologyError(f"windowed_by() takes TimeWindows.of_size(ms)... or SessionWindows..., got {windows!r}", node="windowed_by")
         windows.spec("windowed_by")
         return TimeWindowedKStream(self._graph, self._node, self._repartition_required, self._group_name, windows)
+
+
+_COGROUP_AGGREGATE = "COGROUPKSTREAM-AGGREGATE"
+_KAFKA_GENERATED = re.compile(r"KSTREAM.*-[0-9]{10}")
+"""Kafka names a repartition's nodes by counter only when its prefix matches this; a cogroup's
+generated store name (``COGROUPKSTREAM-...``) does not, so its repartitions are named after it."""
+
+
+@dataclass(frozen=True)
+class CogroupedKStream:
+    """Grouped streams with the same key, each with its own aggregator, to be aggregated into one
+    table (Kafka's CogroupedKStream): from ``KGroupedStream.cogroup(aggregator)``. The inputs'
+    records are folded into one store in the task's record order; a record with a null value is
+    skipped and counted as dropped. An input whose key was changed is repartitioned on its own
+    (named after its grouping's name, else after the store)."""
+
+    _graph: GraphBuilder
+    _inputs: tuple[tuple[KGroupedStream, Callable[..., Any]], ...]
+    _repartitions: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
+    """Each input's repartition source, by ``id`` of its grouped stream, once made. Kafka's
+    cogroup is one mutable object whose aggregations all reuse an input's repartition; the
+    handles derived from one cogroup share this map to do the same."""
+
+    def cogroup(self, grouped: KGroupedStream, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Add ``grouped``, folded with ``aggregator(key, value, aggregate)``. Cogrouping a
+        grouped stream again replaces its aggregator (Kafka keeps one per grouped stream)."""
+        if not isinstance(grouped, KGroupedStream) or grouped._graph is not self._graph:
+            raise TopologyError(f"cogroup() takes a KGroupedStream of the same StreamsBuilder, got {grouped!r}", node="cogroup")
+        check_callable(aggregator, operator="cogroup", what="aggregator(key, value, aggregate)", arguments=3)
+        inputs = [(g, aggregator if g is grouped else a) for g, a in self._inputs]
+        if not any(g is grouped for g, _ in self._inputs):
+            inputs.append((grouped, aggregator))
+        return CogroupedKStream(self._graph, tuple(inputs), self._repartitions)
+
+    def aggregate(self, initializer: Callable[[], Any], *, name: str | None = None, processor_name: str | None = None) -> KTable:
+        """One table of every input's records, each folded by its input's aggregator, starting
+        from ``initializer()``. ``name`` names the store (Kafka's ``Materialized.as``),
+        ``processor_name`` the processors, ``<processor_name>-cogroup-agg-<i>`` and
+        ``<processor_name>-cogroup-merge`` (Kafka's ``Named.as``)."""
+        return self._aggregate(initializer, name, processor_name, None, None, None)
+
+    def windowed_by(self, windows: TimeWindows | SessionWindows | SlidingWindows) -> TimeWindowedCogroupedKStream | SessionWindowedCogroupedKStream:
+        """Aggregate per time window (``TimeWindows``), over sliding windows (``SlidingWindows``)
+        or per session (``SessionWindows``) as well as per key."""
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedCogroupedKStream(self, windows)
+        if isinstance(windows, TimeWindows):
+            windows.spec("windowed_by")
+        elif not isinstance(windows, SlidingWindows):
+            raise TopologyError(f"windowed_by() takes TimeWindows, SessionWindows or SlidingWindows, got {windows!r}", node="windowed_by")
+        return TimeWindowedCogroupedKStream(self, windows)
+
+    def _aggregate(self, initializer: Any, name: str | None, processor_name: str | None, windows: Windows | None, sessions: Any, merger: Any) -> KTable:
+        check_callable(initializer, operator="aggregate", what="initializer()", arguments=0)
+        graph = self._graph
+        # Kafka's counter order: the store, each input's repartition, each input's node, the merge.
+        store = name if name is not None else graph.store_name(_COGROUP_AGGREGATE)
+        parents = [self._input_node(grouped, store) for grouped, _ in self._inputs]
+        inputs = []
+        for i, parent in enumerate(parents):
+            node = _named(graph, None if processor_name is None else f"{processor_name}-cogroup-agg-{i}", _COGROUP_AGGREGATE)
+            inputs.append(graph.add(CogroupAggregateNode(node, store, i), [parent]))
+        merge = _named(graph, None if processor_name is None else f"{processor_name}-cogroup-merge", "COGROUPKSTREAM-MERGE")
+        aggregation = Aggregation(AggregationKind.AGGREGATE, initializer=initializer, by_input=tuple(a for _, a in self._inputs))
+        graph.add(CogroupMergeNode(merge, _aggregation_node(merge, store, aggregation, windows, sessions, merger, False)), inputs)
+        return KTable(graph, merge, windows, _sessions=sessions)
+
+    def _input_node(self, grouped: KGroupedStream, store: str) -> str:
+        """What an input's node reads: its grouped stream, or, if its key changed, a repartition
+        of it (made once per input of this cogroup, as Kafka does)."""
+        if not grouped._repartition_required:
+            return grouped._node
+        made = self._repartitions.get(id(grouped))
+        if made is not None:
+            self._graph.burn_repartition_names()
+            return made
+        prefix = grouped._group_name if grouped._group_name is not None else store
+        source = self._graph.add_repartition(grouped._node, prefix, user_named=not _KAFKA_GENERATED.fullmatch(prefix))
+        self._repartitions[id(grouped)] = source
+        return source
+
+
+@dataclass(frozen=True)
+class TimeWindowedCogroupedKStream:
+    """A cogroup aggregated per time window or over sliding windows (Kafka's
+    TimeWindowedCogroupedKStream, which sliding windows also give). Every revision is emitted:
+    Kafka offers no emit strategy for cogroups."""
+
+    _cogroup: CogroupedKStream
+    _windows: TimeWindows | SlidingWindows
+
+    def aggregate(self, initializer: Callable[[], Any], *, name: str | None = None, processor_name: str | None = None) -> KTable:
+        """As :meth:`CogroupedKStream.aggregate`, per window; results are keyed by (key, window)."""
+        if isinstance(self._windows, SlidingWindows):
+            return self._cogroup._aggregate(initializer, name, processor_name, None, self._windows, None)
+        return self._cogroup._aggregate(initializer, name, processor_name, self._windows.spec("aggregate"), None, None)
+
+
+@dataclass(frozen=True)
+class SessionWindowedCogroupedKStream:
+    """A cogroup aggregated per session (Kafka's SessionWindowedCogroupedKStream)."""
+
+    _cogroup: CogroupedKStream
+    _sessions: SessionWindows
+
+    def aggregate(
+        self, initializer: Callable[[], Any], merger: Callable[[Any, Any, Any], Any], *, name: str | None = None, processor_name: str | None = None
+    ) -> KTable:
+        """As :meth:`CogroupedKStream.aggregate`, per session; two sessions a record bridges
+        become one with ``merger(key, aggregate1, aggregate2)``."""
+        check_callable(merger, operator="aggregate", what="merger(key, aggregate1, aggregate2)", arguments=3)
+        return self._cogroup._aggregate(initializer, name, processor_name, None, self._sessions, merger)
 
 
 @dataclass(frozen=True)
@@ -646,6 +775,8 @@ class KTable:
             while isinstance(self._graph.node(name), (TableFilterNode, TableMapValuesNode)):
                 (name,) = self._graph.parents(name)
             root = self._graph.node(name)
+            if isinstance(root, CogroupMergeNode):
+                root = root.aggregation  # a cogroup's table is its aggregation's
             if not isinstance(root, (AggregateNode, TableAggregateNode)) or getattr(root, "windows", None) is not None:
                 raise TopologyError(
                     f"{name}: this table cannot be read by key (joined or re-grouped): only tables from builder.table(), "

@@ -87,9 +87,14 @@ class GraphBuilder:
             if not user_named:
                 self._join_repartitions[parent] = source
             return source
-        for prefix_burnt in ("KSTREAM-SINK", "KSTREAM-FILTER", "KSTREAM-SOURCE"):
-            self.processor_name(prefix_burnt)
+        self.burn_repartition_names()
         return self._join_repartitions[parent]
+
+    def burn_repartition_names(self) -> None:
+        """Take the three counter values a repartition takes, for one Kafka creates the names of
+        but does not add (it reuses an earlier one): later names stay Kafka's."""
+        for prefix in ("KSTREAM-SINK", "KSTREAM-FILTER", "KSTREAM-SOURCE"):
+            self.processor_name(prefix)
 
     def node(self, name: str) -> Node:
         return self._nodes[name]

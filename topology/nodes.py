@@ -223,6 +223,9 @@ class Aggregation:
     kind: AggregationKind
     initializer: Any = None
     function: Any = None
+    by_input: tuple[Any, ...] = ()
+    """A cogroup's aggregators, one per input (``aggregator(key, value, agg)``): each record is
+    folded by the one of the input it came from, instead of ``function``."""
 
 
 @dataclass(frozen=True)
@@ -285,6 +288,39 @@ class SlidingAggregateNode(Node):
     @property
     def stores(self) -> tuple[str, ...]:
         return (self.store,)
+
+
+@dataclass(frozen=True)
+class CogroupAggregateNode(Node):
+    """One input of a cogroup (Kafka's COGROUPKSTREAM-AGGREGATE): folds its stream's records into
+    the cogroup's store ``store`` with the aggregator at ``index`` of the cogroup's aggregation.
+    All inputs fold into one store in the task's record order, so the fold itself runs in the
+    cogroup's merge node (:class:`CogroupMergeNode`), which reads every input's records."""
+
+    store: str
+    index: int
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return (self.store,)
+
+
+@dataclass(frozen=True)
+class CogroupMergeNode(Node):
+    """Kafka's COGROUPKSTREAM-MERGE, the cogroup's table: runs ``aggregation``, the aggregation
+    node (plain, time-, session- or sliding-windowed, named as this node) whose
+    ``aggregation.by_input`` holds each input's aggregator, over the records of all the
+    cogroup's inputs. Kafka lists the store on the inputs' nodes only."""
+
+    aggregation: AggregateNode | SessionAggregateNode | SlidingAggregateNode
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        return self.aggregation.stores
+
+    @property
+    def described_stores(self) -> tuple[str, ...]:
+        return ()
 
 
 @dataclass(frozen=True)

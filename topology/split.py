@@ -3,7 +3,9 @@
 Nodes joined by an edge belong together, and so do nodes sharing a state store (a join and the
 table it reads, as in Kafka); a repartition topic joins its sink and source through a topic, not
 an edge, so it is where one sub-topology ends and the next begins. Sub-topology ids
-follow Kafka: groups are numbered in the sorted order of their source node names.
+follow Kafka: groups are numbered in the order their first source node was created (Kafka numbers
+them as it writes nodes to its topology builder, which it does in creation order; a group always
+starts with one of its sources).
 """
 
 from __future__ import annotations
@@ -74,8 +76,8 @@ def split_subtopologies(
     """The sub-topologies of the graph ``nodes`` (in creation order) with edges ``parents``, and
     its global tables. Both are numbered together, as Kafka numbers its node groups."""
     component = _components(nodes, parents)
-    sources = sorted(n for n, node in nodes.items() if isinstance(node, SourceNode))
-    others = sorted(n for n in nodes if n not in sources)
+    sources = [n for n, node in nodes.items() if isinstance(node, SourceNode)]
+    others = [n for n in nodes if n not in sources]
     group_ids: dict[str, int] = {}
     for name in sources + others:
         group_ids.setdefault(component[name], len(group_ids))

@@ -74,6 +74,20 @@ def fold_functions(aggregation) -> tuple[Any, Any]:
     return aggregation.initializer, aggregation.function
 
 
+INPUT = "_input"
+"""Column of a cogroup's records: the index of the input each came from (see
+:mod:`streams._internal.processing.cogroup`)."""
+
+
+def record_aggregators(flow: Flow, aggregation, aggregator) -> list[Any]:
+    """The aggregator folding each record of ``flow``: ``aggregator`` for all, or, for a cogroup,
+    the aggregator of the input the record came from (Kafka folds each cogrouped stream with its
+    own aggregator into the one store)."""
+    if not aggregation.by_input:
+        return [aggregator] * len(flow)
+    return [aggregation.by_input[i] for i in flow.column(INPUT)]
+
+
 def aggregatable(flow: Flow, node: str, context: ProcessContext) -> Flow:
     """The records an aggregation folds: a null key goes to the dead letters (Kafka drops it), a
     null value is skipped and counted as dropped (as Kafka does)."""
@@ -321,6 +335,7 @@ class AggregateOperator(Operator, node=AggregateNode):
         values = flow.values()
         timestamps = flow.timestamps
         seqs = flow.seqs
+        aggregators = record_aggregators(flow, aggregation, aggregation.function)
         state: list[Any] = [p[0] if p else None for p in previous]
         stamps: list[int] = [p[1] if p else np.iinfo(np.int64).min for p in previous]
         present = [p is not None and p[0] is not None for p in previous]
@@ -338,10 +353,11 @@ class AggregateOperator(Operator, node=AggregateNode):
                     new = value if not present[g] else aggregation.function(state[g], value)
                 else:
                     current = state[g] if present[g] else aggregation.initializer()
-                    new = aggregation.function(key, value, current)
+                    new = aggregators[r](key, value, current)
             except Exception as e:  # noqa: BLE001 - a failing record is rejected, the batch goes on
                 rejected.add(r)
-                bad.reject(seqs[r], self.name, f"{getattr(aggregation.function, '__qualname__', aggregation.function)} raised {type(e).__name__}: {e}", key, value, error=e)
+                function = aggregation.function if reduce else aggregators[r]
+                bad.reject(seqs[r], self.name, f"{getattr(function, '__qualname__', function)} raised {type(e).__name__}: {e}", key, value, error=e)
                 continue
             # A null aggregate is no aggregate (Kafka deletes it): the next record starts afresh,
             # and the revision carries this record's timestamp.

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from sinks.serde import key_bytes, key_bytes_of, key_from_bytes
 from state.session_store import SessionStore
-from streams._internal.processing.aggregate import aggregatable, fold_functions
+from streams._internal.processing.aggregate import aggregatable, fold_functions, record_aggregators
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from topology.nodes import AggregationKind, SessionAggregateNode
@@ -70,6 +70,7 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
         store = self.store
         store.begin_batch()
         flow = aggregatable(flow, self.name, context)
+        self._aggregators = record_aggregators(flow, self.node.aggregation, self.aggregator)
         out, final = _Forwarded(), _Forwarded()
         raw_last = store.store.get(_LAST_EMIT_KEY)
         self.last_emit = None if raw_last is None else _LONG.unpack(raw_last)[0]
@@ -109,7 +110,7 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
             if end < close:
                 context.drop(1)  # too late: its session has closed
                 return
-            aggregate = self.aggregator(key, value, aggregate)
+            aggregate = self._aggregators[i](key, value, aggregate)
         except Exception as e:  # noqa: BLE001 - a failing function rejects its record
             context.bad.reject(seq, self.name, f"{type(e).__name__}: {e}", key, value, error=e)
             return

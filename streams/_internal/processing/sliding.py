@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from sinks.serde import key_bytes, key_from_bytes
 from state.session_store import SessionStore
-from streams._internal.processing.aggregate import aggregatable, fold_functions
+from streams._internal.processing.aggregate import aggregatable, fold_functions, record_aggregators
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from topology.nodes import AggregationKind, SlidingAggregateNode
@@ -53,6 +53,7 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
         store = self.store
         store.begin_batch()
         flow = aggregatable(flow, self.name, context)
+        self._aggregators = record_aggregators(flow, self.node.aggregation, self.aggregator)
         raw_keys = key_bytes(flow.table.column(KEY)) if len(flow) else []
         store.preload(dict.fromkeys(raw_keys))
         self._out: list[tuple[int, int, Any, Any, int]] = []  # (row, start, key, aggregate, timestamp)
@@ -197,7 +198,7 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
             self._context.drop(1)
             return
         old, old_ts = current
-        new = self.aggregator(self._key, self._value, old)
+        new = self._aggregators[self._row](self._key, self._value, old)
         new_ts = self._ts if old is None else max(self._ts, old_ts)
         self.store.put(self._kb, start, end, (new, new_ts))
         if not self.node.emit_final:

@@ -31,7 +31,7 @@ from sinks.serde import key_bytes
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _call_each, _evaluate, _typed
-from topology.nodes import AggregateNode, AggregationKind, TableAggregateNode, TableFilterNode, TableMapValuesNode, TableSourceNode
+from topology.nodes import AggregateNode, AggregationKind, CogroupMergeNode, TableAggregateNode, TableFilterNode, TableMapValuesNode, TableSourceNode
 from topology.records import KEY, TIMESTAMP, VALUE
 
 
@@ -290,7 +290,7 @@ class TableGetter:
         return Lookup(values, [t if v is not None else None for t, v in zip(stamps, values, strict=True)], kept)
 
 
-TABLE_ROOTS = (TableSourceNode, AggregateNode, TableAggregateNode)
+TABLE_ROOTS = (TableSourceNode, AggregateNode, TableAggregateNode, CogroupMergeNode)
 """Nodes that keep a table in a store, which joins and re-groupings read by key."""
 
 
@@ -316,7 +316,9 @@ def table_chain(build: BuildContext, table: str) -> tuple[TableSourceNode | Aggr
         chain.append(name)
         (name,) = parents[name]
     root = nodes[name]
-    if isinstance(root, AggregateNode) and root.windows is not None:
+    if isinstance(root, CogroupMergeNode):
+        root = root.aggregation  # a cogroup's table is its aggregation's (named as the merge)
+    if not isinstance(root, TABLE_ROOTS) or (isinstance(root, AggregateNode) and root.windows is not None):
         raise TopologyError(f"{table}: a windowed aggregation's table cannot be read by key (its keys are windowed)", node=table)
     return root, list(reversed(chain))
 

@@ -1,0 +1,76 @@
+"""Cogroup behaviour beyond Kafka's vectors (those are in test_kafka_cogroup_vectors.py): how the
+DSL builds it, and what happens to records it cannot fold."""
+
+from __future__ import annotations
+
+import pytest
+
+from streams import ProcessingError, StreamsBuilder, TimeWindows, TopologyError, TopologyTestDriver
+
+
+def concat(key, value, agg):
+    return f"{agg}{value}"
+
+
+def bracket(key, value, agg):
+    return f"{agg}[{value}]"
+
+
+def test_cogrouping_a_grouped_stream_again_replaces_its_aggregator():
+    """Kafka keeps one aggregator per grouped stream (a map): the same as aggregating that stream
+    alone with the last aggregator."""
+    cogrouped, plain = StreamsBuilder(), StreamsBuilder()
+    grouped = cogrouped.stream("in").group_by_key()
+    grouped.cogroup(concat).cogroup(grouped, bracket).aggregate(str, name="store").to_stream().to("out")
+    plain.stream("in").group_by_key().aggregate(str, bracket, name="store").to_stream().to("out")
+    results = []
+    for builder in (cogrouped, plain):
+        driver = TopologyTestDriver(builder.build(), {"caching": False})
+        for i, key in enumerate("abab"):
+            driver.pipe_input("in", key, str(i), i)
+        results.append([(r.key, r.value, r.timestamp) for r in driver.read_output("out")])
+    assert results[0] == results[1]
+    assert len(results[0]) == 4
+
+
+def test_inputs_with_different_key_types_fail_naming_the_types():
+    builder = StreamsBuilder()
+    one, two = builder.stream("one").group_by_key(), builder.stream("two").group_by_key()
+    one.cogroup(concat).cogroup(two, concat).aggregate(str).to_stream().to("out")
+    driver = TopologyTestDriver(builder.build())
+    with pytest.raises(ProcessingError, match=r"keys have different types \(string, int64\)"):
+        driver.pipe_together([("one", "k", "a", 1), ("two", 7, "b", 2)])
+
+
+def test_a_failing_aggregator_dead_letters_its_record_and_the_others_fold():
+    builder = StreamsBuilder()
+    one, two = builder.stream("one").group_by_key(), builder.stream("two").group_by_key()
+
+    def fragile(key, value, agg):
+        if value == "boom":
+            raise ValueError("no booms")
+        return agg + value
+
+    one.cogroup(concat).cogroup(two, fragile).aggregate(str, name="store").to_stream().to("out")
+    driver = TopologyTestDriver(builder.build())
+    driver.pipe_together([("one", "k", "a", 1), ("two", "k", "boom", 2), ("two", "k", "b", 3), ("one", None, "c", 4)])
+    letters = driver.dead_letters()
+    # The null key is skipped by its input's node (the first, on topic one); the failing fold is
+    # reported by the merge, which runs every input's fold.
+    assert [(d.value["node"], d.value["reason"].split(":")[0]) for d in letters] == [
+        ("COGROUPKSTREAM-AGGREGATE-0000000002", "null key"),
+        ("COGROUPKSTREAM-MERGE-0000000004", "test_a_failing_aggregator_dead_letters_its_record_and_the_others_fold.<locals>.fragile raised ValueError"),
+    ]
+    assert driver.get_key_value_store("store").get("k") == concat("k", "b", concat("k", "a", ""))
+
+
+def test_a_windowed_cogroup_table_cannot_be_read_by_key():
+    builder = StreamsBuilder()
+    windowed = builder.stream("one").group_by_key().cogroup(concat).windowed_by(TimeWindows.of_size(10)).aggregate(str)
+    with pytest.raises(TopologyError, match="cannot be read by key"):
+        windowed.join(builder.table("t"), lambda a, b: a)
+
+
+def test_windowed_by_takes_windows():
+    with pytest.raises(TopologyError, match="windowed_by"):
+        StreamsBuilder().stream("one").group_by_key().cogroup(concat).windowed_by(TimeWindows())
