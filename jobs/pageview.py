@@ -112,6 +112,37 @@ def generate(
     return events
 
 
+def kafka_input_topic(bootstrap_servers: str):
+    """How ``pageview-events`` looks in Kafka: string keys (user_id), JSON values."""
+    from sinks.kafka import KafkaTopic
+
+    return KafkaTopic(bootstrap_servers, INPUT_TOPIC, key_format="string", value_format="json", key_type=pa.string(), value_type=VALUE_TYPE)
+
+
+def generate_to_kafka(
+    bootstrap_servers: str,
+    events: int,
+    *,
+    seed: int = 0,
+    partitions: int = 2,
+    late_fraction: float = 0.05,
+    max_lateness_ms: int = 30_000,
+    events_per_second: int = 10_000,
+) -> int:
+    """Produce to the Kafka topic ``pageview-events`` (created with ``partitions`` if missing) the
+    events :func:`generate` appends to the Delta topic for the same arguments: same keys, values
+    (as JSON), timestamps and partitions."""
+    from sinks.kafka import create_kafka_topic, end_offsets, produce
+
+    topic = kafka_input_topic(bootstrap_servers)
+    partitions = create_kafka_topic(topic, partitions)
+    first = sum(end_offsets(topic, range(partitions)).values())
+    records = generate_events(
+        events, seed=seed, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, first_index=first, events_per_second=events_per_second
+    )
+    return produce(topic, records, partitions)
+
+
 def generate_steady(
     root: str,
     rate: int,
@@ -205,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     _topology_args(describe)
 
     gen = commands.add_parser("generate", help="append synthetic pageview events")
-    gen.add_argument("--root", required=True)
+    where = gen.add_mutually_exclusive_group(required=True)
+    where.add_argument("--root", help="append to the Delta topic under this root")
+    where.add_argument("--kafka", metavar="HOST:PORT", help="produce to the Kafka topic pageview-events there instead (same events, as JSON)")
     gen.add_argument("--events", type=int, help="append this many events at once (event time starts at a fixed date)")
     gen.add_argument("--rate", type=int, help="instead: a steady stream of this many events per second, stamped with the time of their append")
     gen.add_argument("--duration-s", type=float, help="with --rate: for this long (default: until SIGTERM or SIGINT)")
@@ -238,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     results.add_argument("--raw", action="store_true", help="every committed output record, with partition and offset")
 
     args = parser.parse_args(argv)
+    if args.command == "generate" and args.kafka and args.rate is not None:
+        parser.error("generate --kafka takes --events N (--rate streams into a Delta topic only)")
     if args.command == "generate" and (args.events is None) == (args.rate is None):
         parser.error("generate takes --events N (a batch of events) or --rate EVENTS_PER_S (a steady stream), one of them")
     if args.command == "generate" and args.rate is None and (args.duration_s is not None or args.status_file is not None):
@@ -267,6 +302,17 @@ def _command(args: argparse.Namespace) -> int:
             status_file=args.status_file,
         )
         print(f"{progress.line()}; topic {INPUT_TOPIC} under {args.root}", file=sys.stderr)
+    elif args.command == "generate" and args.kafka:
+        n = generate_to_kafka(
+            args.kafka,
+            args.events,
+            seed=args.seed,
+            partitions=args.source_partitions,
+            late_fraction=args.late_fraction,
+            max_lateness_ms=args.max_lateness_ms,
+            events_per_second=args.events_per_second,
+        )
+        print(f"produced {n:,} events to Kafka topic {INPUT_TOPIC} at {args.kafka}", file=sys.stderr)
     elif args.command == "generate":
         n = generate(
             args.root,

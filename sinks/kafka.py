@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from conf.errors import ConfigError, TopicError, TopicNotFoundError
 from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP
+from sinks.partitioner import partitions_for
 from sinks.serde import HEADERS, HEADERS_TYPE
 
 KEY, VALUE, REJECTED = "key", "value", "_rejected"
@@ -107,6 +108,26 @@ def watermarks(topic: KafkaTopic, partitions: Sequence[int], timeout_s: float = 
         raise TopicError(f"cannot read the offsets of Kafka topic '{topic.name}' at {topic.bootstrap_servers}: {e}", topic=topic.name) from e
     finally:
         consumer.close()
+
+
+def end_offsets(topic: KafkaTopic, partitions) -> dict[int, int]:
+    """Per partition, the offset the next record will get."""
+    return {p: high for p, (_, high) in watermarks(topic, list(partitions)).items()}
+
+
+def create_kafka_topic(topic: KafkaTopic, partitions: int, timeout_s: float = 10.0) -> int:
+    """Create the Kafka topic with ``partitions`` unless it exists; returns its partition count."""
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": topic.bootstrap_servers, **{k: v for k, v in topic.client.items() if k.startswith(("security.", "sasl.", "ssl."))}})
+    try:
+        admin.create_topics([NewTopic(topic.name, partitions, 1)])[topic.name].result(timeout=timeout_s)
+    except Exception as e:  # noqa: BLE001 - librdkafka wraps the broker's error
+        error = e.args[0] if e.args else None
+        if getattr(error, "code", lambda: None)() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise TopicError(f"cannot create Kafka topic '{topic.name}' at {topic.bootstrap_servers}: {e}", topic=topic.name) from e
+    return partition_count(topic, timeout_s)
 
 
 def read_range(topic: KafkaTopic, partition: int, start: int, end: int, timeout_s: float = 60.0) -> pa.Table:
@@ -226,3 +247,60 @@ def encode(values: Sequence[Any], fmt: str) -> list[bytes | None]:
         return [None if v is None else json.dumps(v, separators=(",", ":"), sort_keys=True).encode("utf-8") for v in values]
     packer = _LONG if fmt == "long" else _INT
     return [None if v is None else packer.pack(v) for v in values]
+
+
+def producer_settings(topic: KafkaTopic) -> dict[str, Any]:
+    """librdkafka producer settings: idempotent, and Java's partitioner (murmur2) where a record
+    names no partition. One record per produce request: the Tansu broker the tests use reports a
+    partition's end as its last request's first offset + 1 (tests/kafka/test_broker_gaps.py);
+    against Apache Kafka set ``batch.num.messages`` higher in ``kafka.client.*``."""
+    return {
+        "bootstrap.servers": topic.bootstrap_servers,
+        "enable.idempotence": True,
+        "partitioner": "murmur2_random",
+        "batch.num.messages": 1,
+        "linger.ms": 0,
+        **topic.client,
+    }
+
+
+def produce(topic: KafkaTopic, records: pa.Table, partitions: int, timeout_s: float = 60.0) -> int:
+    """Append record-form ``records`` (``key``, ``value``, ``timestamp``, optional ``partition``
+    and ``headers``) to the Kafka topic, each to the partition a Delta topic would give it
+    (Kafka's partitioner over the key bytes), in order per partition; waits until all are
+    acknowledged. Returns how many were written."""
+    from confluent_kafka import Producer
+
+    producer = Producer(producer_settings(topic))
+    if PARTITION in records.column_names:
+        targets = records.column(PARTITION).to_numpy(zero_copy_only=False)
+    else:
+        targets = partitions_for(records.column(KEY), partitions)
+    keys = encode(records.column(KEY).to_pylist(), topic.key_format)
+    values = encode(records.column(VALUE).to_pylist(), topic.value_format)
+    stamps = records.column(TIMESTAMP).to_pylist()
+    headers = records.column(HEADERS).to_pylist() if HEADERS in records.column_names else [None] * len(keys)
+    failures: list[str] = []
+
+    def delivered(error, _message) -> None:
+        if error is not None:
+            failures.append(str(error))
+
+    for i, (key, value, stamp, partition) in enumerate(zip(keys, values, stamps, targets, strict=True)):
+        item_headers = None if not headers[i] else [(h["key"], h["value"]) for h in headers[i]]
+        while True:
+            try:
+                producer.produce(topic.name, value=value, key=key, partition=int(partition), timestamp=stamp or 0, headers=item_headers, on_delivery=delivered)
+                break
+            except BufferError:  # the local queue is full: let deliveries drain it
+                producer.poll(0.1)
+        producer.poll(0)
+    remaining = producer.flush(timeout_s)
+    if remaining or failures:
+        raise TopicError(
+            f"producing to Kafka topic '{topic.name}' at {topic.bootstrap_servers}: {remaining} records unacknowledged, "
+            f"{len(failures)} failed{': ' + failures[0] if failures else ''}",
+            topic=topic.name,
+        )
+    return len(keys)
+
