@@ -32,6 +32,8 @@ class ChangeLoggingStore:
         return self.inner.get(key)
 
     def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        if not self._pending:  # a batch's first read: one multi-get, no merging
+            return self.inner.get_many(keys)
         missing = [k for k in keys if k not in self._pending]
         found = dict(zip(missing, self.inner.get_many(missing), strict=True))
         return [self._pending[k] if k in self._pending else found[k] for k in keys]
@@ -61,6 +63,16 @@ class ChangeLoggingStore:
     def delete(self, key: bytes) -> ChangelogEntry:
         self._pending[key] = None
         return ChangelogEntry(key, None)
+
+    def put_many(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
+        """Many puts (a None value deletes) in one call: the vectorised stores' write path,
+        without an entry object per key; the changelog is the same as for one put each."""
+        if len(keys) != len(values):
+            raise StateStoreError(f"store '{self.name}': put_many got {len(keys)} keys and {len(values)} values", store=self.name)
+        self._pending.update(zip(keys, values, strict=True))
+
+    def delete_many(self, keys: Sequence[bytes]) -> None:
+        self._pending.update(dict.fromkeys(keys))
 
     def changelog(self) -> list[ChangelogEntry]:
         """The pending changes, one entry per key changed (the last value wins)."""
