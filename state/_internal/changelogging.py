@@ -51,6 +51,12 @@ class ChangeLoggingStore:
             if value is not None:
                 yield key, value
 
+    def pending_in(self, lo: bytes | None = None, hi: bytes | None = None) -> list[tuple[bytes, bytes | None]]:
+        """The batch's pending changes with ``lo <= key < hi``, unordered, tombstones (None)
+        included: for views that merge them over ``inner`` an array at a time instead of through
+        :meth:`range`'s per-entry merge."""
+        return [(k, v) for k, v in self._pending.items() if (lo is None or k >= lo) and (hi is None or k < hi)]
+
     def get_meta(self, key: str) -> bytes | None:
         return self.inner.get_meta(key)
 
