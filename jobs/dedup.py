@@ -3,10 +3,13 @@ ago is a duplicate (a producer's retry, say) and is dropped; a punctuator purges
 the time-to-live, so the store does not grow without bound.
 
 ``events`` (keyed by event id, so an id's copies share a partition) -> process(Dedup, "seen-ids")
--> ``unique-events``.
+-> ``unique-events``. With ``--vectorised``, the same semantics as a batch processor
+(``process_batches(BatchDedup, "seen-ids-typed")``): pyarrow/numpy over each batch, the store read
+and written an array at a time. The two variants keep their ids in different stores (a typed
+store's format differs), so do not switch a root from one to the other.
 
     python -m jobs.dedup generate --root /tmp/dd --rounds 5
-    python -m jobs.dedup run --root /tmp/dd --until-caught-up --max-records-per-batch 1
+    python -m jobs.dedup run --root /tmp/dd --until-caught-up --max-records-per-batch 1 [--vectorised]
     python -m jobs.dedup results --root /tmp/dd [--reference]
 
 ``generate`` appends rounds of 10 s of event time in 2-second slices (one Delta version per
@@ -25,17 +28,19 @@ from collections import Counter
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from jobs.example_cli import add_run_command, print_pairs, read_pairs, run_example
 from jobs.example_cli import rounds_done as example_rounds_done
 from streams import StreamsBuilder, Topology
 from streams.errors import DeltaStreamsError
-from streams.processor import Processor, PunctuationType, Stores
+from streams.processor import BatchProcessor, Processor, PunctuationType, Stores
 
 INPUT_TOPIC = "events"
 OUTPUT_TOPIC = "unique-events"
 APPLICATION_ID = "dedup"
 STORE = "seen-ids"
+TYPED_STORE = "seen-ids-typed"
 TTL_MS, ROUND_MS, SLICE_MS = 5_000, 10_000, 2_000
 START_MS = 1_700_000_000_000
 
@@ -60,11 +65,65 @@ class Dedup(Processor):
                 self.seen.delete(event_id)
 
 
-def build_topology() -> Topology:
+class BatchDedup(BatchProcessor):
+    """:class:`Dedup` over whole batches: the same records kept, the same ids stored."""
+
+    def init(self, context):
+        self.seen = context.get_state_store(TYPED_STORE)
+        context.schedule(TTL_MS, PunctuationType.STREAM_TIME, self.purge)
+
+    def process_batch(self, batch):
+        keep, kept_ids, kept_at = first_within_ttl(batch["key"], batch["timestamp"].to_numpy(), self.seen.get_many, TTL_MS)
+        self.seen.put_many(kept_ids, kept_at)
+        rows = np.flatnonzero(keep)
+        return batch.select(["key", "value"]).take(rows).append_column("input_row", pa.array(rows))
+
+    def purge(self, stream_time):
+        entries = self.seen.all()
+        self.seen.delete_many(entries["key"].filter(pc.less_equal(entries["value"], stream_time - TTL_MS)))
+
+
+def first_within_ttl(keys: pa.ChunkedArray, stamps: np.ndarray, stored, ttl: int) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+    """Which records :class:`Dedup` keeps (a mask), and each changed id's last kept time.
+
+    A record is kept unless its id was kept less than ``ttl`` before it, which depends on the
+    id's earlier records, so it is decided in rounds: round k decides every id's k-th record of
+    the batch at once (ids have a few records per batch, so a few vectorised rounds)."""
+    encoded = keys.combine_chunks().dictionary_encode()
+    ids, codes = encoded.dictionary, encoded.indices.to_numpy()
+    known = stored(ids)
+    last = np.where(np.asarray(known.is_valid()), known.fill_null(0).to_numpy(zero_copy_only=False), np.iinfo(np.int64).min)
+    present = np.asarray(known.is_valid()).copy()
+    order = np.argsort(codes, kind="stable")  # by id, then batch order
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    sizes = np.diff(np.r_[starts, len(order)])
+    rank = np.arange(len(order)) - np.repeat(starts, sizes)  # each record's place among its id's
+    keep = np.zeros(len(codes), dtype=bool)
+    changed = np.zeros(len(ids), dtype=bool)
+    by_round = np.argsort(rank, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(rank))]
+    for k in range(len(bounds) - 1):
+        rows = order[by_round[bounds[k] : bounds[k + 1]]]  # at most one record per id
+        ids_k = codes[rows]
+        kept = ~present[ids_k] | (stamps[rows] - last[ids_k] >= ttl)
+        keep[rows[kept]] = True
+        last[ids_k[kept]] = stamps[rows[kept]]
+        present[ids_k[kept]] = True
+        changed[ids_k[kept]] = True
+    return keep, ids.filter(pa.array(changed)), last[changed]
+
+
+def build_topology(vectorised: bool = False) -> Topology:
     builder = StreamsBuilder()
-    builder.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store(STORE)))
     events = builder.stream(INPUT_TOPIC, key_type=pa.string(), value_type=pa.string())
-    events.process(Dedup, STORE, name="dedup").to(OUTPUT_TOPIC, key_column="event_id", value_column="payload")
+    if vectorised:
+        builder.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store(TYPED_STORE), key_type=pa.string(), value_type=pa.int64()))
+        unique = events.process_batches(BatchDedup, TYPED_STORE, name="dedup")
+    else:
+        builder.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store(STORE)))
+        unique = events.process(Dedup, STORE, name="dedup")
+    unique.to(OUTPUT_TOPIC, key_column="event_id", value_column="payload")
     return builder.build()
 
 
@@ -121,25 +180,26 @@ def read_results(root: str) -> Counter:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobs.dedup", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("describe", help="print the topology description")
+    describe = commands.add_parser("describe", help="print the topology description")
+    describe.add_argument("--vectorised", action="store_true", help="the batch processor variant")
     gen = commands.add_parser("generate", help="append rounds of events with duplicates")
     gen.add_argument("--root", required=True)
     gen.add_argument("--rounds", type=int, default=5)
     gen.add_argument("--per-round", type=int, default=1000)
     gen.add_argument("--seed", type=int, default=0)
-    add_run_command(commands)
+    add_run_command(commands).add_argument("--vectorised", action="store_true", help="run the batch processor variant (BatchDedup)")
     results = commands.add_parser("results", help="print the unique events, sorted")
     results.add_argument("--root", required=True)
     results.add_argument("--reference", action="store_true", help="the independent computation instead of the job's output")
     args = parser.parse_args(argv)
     try:
         if args.command == "describe":
-            print(build_topology().describe(), end="")
+            print(build_topology(args.vectorised).describe(), end="")
         elif args.command == "generate":
             generate(args.root, rounds=args.rounds, per_round=args.per_round, seed=args.seed)
             print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
         elif args.command == "run":
-            return run_example(args, APPLICATION_ID, build_topology)
+            return run_example(args, APPLICATION_ID, lambda: build_topology(args.vectorised))
         else:
             print_pairs(reference_events(args.root) if args.reference else read_results(args.root))
     except DeltaStreamsError as e:

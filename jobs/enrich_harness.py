@@ -2,11 +2,13 @@
 the job's independent pandas computation. Two jobs: ``enrich`` (a stream-table join: two input
 topics in one sub-topology, a table store, a repartition, a windowed count) and ``clicks`` (a
 stream-stream left join: two window stores and the store of impressions waiting for a click) and
-``dedup`` (a user processor with its own store and a stream-time punctuator).
+``dedup`` (a user processor with its own store and a stream-time punctuator; ``dedup-vectorised``
+is the same job as a batch processor with a typed store).
 
     python -m jobs.enrich_harness --root /tmp/enrich-harness --trials 30
     python -m jobs.enrich_harness --job clicks --root /tmp/clicks-harness --trials 30
     python -m jobs.enrich_harness --job dedup --root /tmp/dedup-harness --trials 30
+    python -m jobs.enrich_harness --job dedup-vectorised --root /tmp/dedup-v-harness --trials 30
 
 Each trial appends one round (a users update, then its pageviews) and starts ``python -m
 jobs.enrich run --until-caught-up``, killed with SIGKILL at a named commit point or after a
@@ -37,10 +39,18 @@ each one Delta version, so every batch holds one round of both topics, never a u
 ahead of its views (the reference's assumption; see jobs.enrich)."""
 
 
+VARIANTS = {"dedup-vectorised": ("dedup", ["--vectorised"])}
+"""Harness jobs that run another job's module with extra ``run`` options (and share its checks)."""
+
+
+def _module(job: str) -> str:
+    return VARIANTS[job][0] if job in VARIANTS else job
+
+
 def command(root: str, job: str = "enrich") -> list[str]:
     return [
-        sys.executable, "-m", f"jobs.{job}", "run", "--root", root, "--until-caught-up", "--timeout-s", "600",
-        "--commit-interval-ms", "100", "--max-records-per-batch", str(ONE_ROUND if job == "enrich" else 1),
+        sys.executable, "-m", f"jobs.{_module(job)}", "run", "--root", root, "--until-caught-up", "--timeout-s", "600",
+        "--commit-interval-ms", "100", "--max-records-per-batch", str(ONE_ROUND if job == "enrich" else 1), *(VARIANTS[job][1] if job in VARIANTS else ()),
     ]
 
 
@@ -50,6 +60,7 @@ version each, so one batch per slice (``--max-records-per-batch 1``)."""
 
 
 def _append_round(root: str, job: str, seed: int) -> None:
+    job = _module(job)
     if job == "enrich":
         enrich.generate(root, rounds=1, events_per_round=4_000, seed=seed)
     elif job == "dedup":
@@ -92,6 +103,7 @@ def check_counted(got: Counter, want: Counter, what: str) -> list[str]:
 
 
 def check(root: str, job: str = "enrich") -> list[str]:
+    job = _module(job)
     if job == "clicks":
         return check_counted(clicks.read_results(root), clicks.reference_pairs(root), "attributions")
     if job == "dedup":
@@ -116,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", required=True, help="a fresh directory")
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--job", choices=("enrich", "clicks", "dedup"), default="enrich")
+    parser.add_argument("--job", choices=("enrich", "clicks", "dedup", *VARIANTS), default="enrich")
     args = parser.parse_args(argv)
     root = str(Path(args.root).absolute())
     if (Path(root) / "topics").exists():
@@ -128,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     violations += check(root, args.job)
     if args.job == "enrich":
         checked = f"windows checked: {enrich.reference_counts(root).num_rows}"
-    elif args.job == "dedup":
+    elif _module(args.job) == "dedup":
         checked = f"unique events checked: {sum(dedup.reference_events(root).values())}"
     else:
         checked = f"attributions checked: {sum(clicks.reference_pairs(root).values())}"

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute
 import pyarrow.types as pat
 
 _INT32_TYPES = (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16())
@@ -54,7 +55,9 @@ def key_bytes(values: pa.Array | pa.ChunkedArray) -> list[bytes | None]:
     t = values.type
     if pat.is_dictionary(t):
         return key_bytes(values.dictionary_decode())
-    if pat.is_string(t) or pat.is_large_string(t) or pat.is_string_view(t):
+    if pat.is_string(t) or pat.is_large_string(t):
+        return values.cast(pa.large_binary()).to_pylist()  # the UTF-8 bytes, without a str per value
+    if pat.is_string_view(t):
         return [None if s is None else s.encode() for s in values.to_pylist()]
     if pat.is_binary(t) or pat.is_large_binary(t) or pat.is_fixed_size_binary(t) or pat.is_binary_view(t):
         return values.to_pylist()
@@ -90,6 +93,54 @@ def key_from_bytes(raw: bytes, type_: pa.DataType) -> Any:
     if pat.is_boolean(type_):
         return raw == b"\x01"
     return json.loads(raw)
+
+
+def array_from_key_bytes(raws: list[bytes | None] | pa.Array, type_: pa.DataType) -> pa.Array:
+    """The inverse of :func:`key_bytes` for a whole array (None: null): typed stores read a batch of
+    values with one call, so fixed-width and string types decode without a Python object each."""
+    binary = raws if isinstance(raws, pa.Array) else pa.array(raws, pa.large_binary())
+    if pat.is_dictionary(type_):
+        return array_from_key_bytes(binary, type_.value_type).dictionary_encode()
+    if pat.is_string(type_) or pat.is_large_string(type_) or pat.is_binary(type_) or pat.is_large_binary(type_):
+        return binary.cast(type_)
+    width_dtype = _fixed_width_dtype(type_)
+    if width_dtype is None:
+        return pa.array([None if raw is None else key_from_bytes(raw, type_) for raw in binary.to_pylist()], type=type_)
+    dtype = np.dtype(width_dtype)
+    present = binary.drop_null()
+    lengths = pa.compute.binary_length(present).to_numpy(zero_copy_only=False)
+    if len(lengths) and (lengths != dtype.itemsize).any():
+        raise ValueError(f"values of type {type_} are {dtype.itemsize} bytes; found one of {int(lengths[lengths != dtype.itemsize][0])}")
+    data = present.combine_chunks() if isinstance(present, pa.ChunkedArray) else present
+    decoded = np.frombuffer(data.buffers()[2], dtype=dtype, count=len(data), offset=_first_offset(data)) if len(data) else np.empty(0, dtype)
+    if pat.is_boolean(type_):
+        decoded = decoded != 0
+    if not binary.null_count:
+        return pa.array(decoded.astype(decoded.dtype.newbyteorder("=")), type=type_)
+    valid = np.asarray(binary.is_valid())
+    full = np.zeros(len(binary), dtype=decoded.dtype.newbyteorder("="))
+    full[valid] = decoded
+    return pa.array(full, type=type_, mask=~valid)
+
+
+def _fixed_width_dtype(type_: pa.DataType) -> str | None:
+    if type_ in _INT32_TYPES:
+        return ">i4"
+    if type_ in _INT64_TYPES:
+        return ">i8"
+    if pat.is_float64(type_):
+        return ">f8"
+    if pat.is_float32(type_):
+        return ">f4"
+    if pat.is_boolean(type_):
+        return "u1"
+    return None
+
+
+def _first_offset(data: pa.Array) -> int:
+    """Where the first value starts in a binary array's data buffer (after slicing)."""
+    offsets = np.frombuffer(data.buffers()[1], dtype=np.int64 if pat.is_large_binary(data.type) else np.int32)
+    return int(offsets[data.offset])
 
 
 def key_bytes_of(value: Any, type_: pa.DataType) -> bytes:

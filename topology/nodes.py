@@ -209,6 +209,15 @@ class ProcessNode(Node):
         return self.store_names
 
 
+@dataclass(frozen=True)
+class BatchProcessNode(ProcessNode):
+    """``KStream.process_batches(supplier, *store_names)``: a user batch processor, called with
+    Arrow tables instead of records. Its stores are typed (``store_types``: name, key type, value
+    type, from their builders) because it reads and writes them an array at a time."""
+
+    store_types: tuple[tuple[str, Any, Any], ...] = ()
+
+
 class AggregationKind(Enum):
     COUNT = "count"
     REDUCE = "reduce"

@@ -32,6 +32,8 @@ class ChangeLoggingStore:
         return self.inner.get(key)
 
     def get_many(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        if not self._pending:  # a batch's first read: one multi-get, no merging
+            return self.inner.get_many(keys)
         missing = [k for k in keys if k not in self._pending]
         found = dict(zip(missing, self.inner.get_many(missing), strict=True))
         return [self._pending[k] if k in self._pending else found[k] for k in keys]
@@ -49,6 +51,12 @@ class ChangeLoggingStore:
             if value is not None:
                 yield key, value
 
+    def pending_in(self, lo: bytes | None = None, hi: bytes | None = None) -> list[tuple[bytes, bytes | None]]:
+        """The batch's pending changes with ``lo <= key < hi``, unordered, tombstones (None)
+        included: for views that merge them over ``inner`` an array at a time instead of through
+        :meth:`range`'s per-entry merge."""
+        return [(k, v) for k, v in self._pending.items() if (lo is None or k >= lo) and (hi is None or k < hi)]
+
     def get_meta(self, key: str) -> bytes | None:
         return self.inner.get_meta(key)
 
@@ -61,6 +69,16 @@ class ChangeLoggingStore:
     def delete(self, key: bytes) -> ChangelogEntry:
         self._pending[key] = None
         return ChangelogEntry(key, None)
+
+    def put_many(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
+        """Many puts (a None value deletes) in one call: the vectorised stores' write path,
+        without an entry object per key; the changelog is the same as for one put each."""
+        if len(keys) != len(values):
+            raise StateStoreError(f"store '{self.name}': put_many got {len(keys)} keys and {len(values)} values", store=self.name)
+        self._pending.update(zip(keys, values, strict=True))
+
+    def delete_many(self, keys: Sequence[bytes]) -> None:
+        self._pending.update(dict.fromkeys(keys))
 
     def changelog(self) -> list[ChangelogEntry]:
         """The pending changes, one entry per key changed (the last value wins)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from conf.errors import TopologyError
-from streams._internal.processing import aggregate, cogroup, routing, sessions, sliding, stateless, stream_joins, suppress, table, table_grouping, table_joins, user_processors  # noqa: F401 - register operators
+from streams._internal.processing import aggregate, batch_processors, cogroup, routing, sessions, sliding, stateless, stream_joins, suppress, table, table_grouping, table_joins, user_processors  # noqa: F401 - register operators
 from streams._internal.processing.input import TaskInput
 from streams._internal.processing.operator import BuildContext, Operator
 from topology.graph import SubTopology, Topology

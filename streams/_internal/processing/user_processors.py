@@ -5,20 +5,14 @@ sees (once per task in the test driver, once per micro-batch on Spark, where a t
 live for a batch). Records forwarded while a record is processed, or by a punctuation that fires
 after it, carry that record's ``_seq``, so they keep the task's order downstream.
 
-Punctuation: a ``STREAM_TIME`` schedule fires, after a record, whenever the task's stream time
-(the largest input timestamp so far, over all of the task's topics) has reached its next time,
-then moves on by whole intervals past it, as Kafka's ``PunctuationSchedule`` does; a
-``WALL_CLOCK_TIME`` schedule is checked at the end of every batch. The next times and the stream
-time are kept in the node's schedule store, so schedules continue across batches and restarts.
+Punctuation (:mod:`~streams._internal.processing.punctuation`): stream-time schedules are checked
+after every record, wall-clock ones at the end of every batch.
 """
 
 from __future__ import annotations
 
 import pickle
-import struct
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,13 +22,10 @@ from conf.errors import ProcessingError
 from sinks.serde import key_bytes_of
 from streams._internal.processing.flow import Flow, flow_schema, infer_array, record_headers
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from streams._internal.processing.punctuation import STREAM_TIME, WALL_CLOCK_TIME, Punctuations, Schedule, row_stream_times
 from topology.nodes import ProcessNode
 from topology.processor_api import Record
 from topology.records import HEADERS, headers_array, headers_of
-
-_LONG = struct.Struct(">q")
-_STREAM_TIME_KEY = b"stream-time"
-NO_TIME = -1
 
 
 def _store_key(key: Any) -> bytes:
@@ -87,25 +78,6 @@ class UserKeyValueStore:
         return sum(1 for _ in self._store.range(None, b"\xff"))
 
 
-@dataclass
-class _Schedule:
-    index: int
-    interval_ms: int
-    kind: Any  # PunctuationType
-    callback: Callable[[int], None]
-    next_ms: int
-    cancelled: bool = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-    def advance(self, now: int) -> None:
-        """Kafka's PunctuationSchedule.next: past ``now`` by whole intervals."""
-        self.next_ms = self.next_ms + self.interval_ms
-        if now >= self.next_ms:
-            self.next_ms = now - ((now - self.next_ms) % self.interval_ms) + self.interval_ms
-
-
 class _Context:
     """The ProcessorContext a user processor gets."""
 
@@ -125,14 +97,14 @@ class _Context:
             )
         return self._operator.user_stores[name]
 
-    def schedule(self, interval_ms: int, punctuation_type, callback: Callable[[int], None]) -> _Schedule:
-        return self._operator.schedule(interval_ms, punctuation_type, callback)
+    def schedule(self, interval_ms: int, punctuation_type, callback: Callable[[int], None]) -> Schedule:
+        return self._operator.punctuations.schedule(interval_ms, punctuation_type, callback)
 
     def current_stream_time_ms(self) -> int:
-        return self._operator.stream_time
+        return self._operator.punctuations.stream_time
 
     def current_system_time_ms(self) -> int:
-        return self._operator.wall_clock_ms()
+        return self._operator.punctuations.wall_clock_ms()
 
 
 class ProcessOperator(Operator, node=ProcessNode):
@@ -145,16 +117,12 @@ class ProcessOperator(Operator, node=ProcessNode):
         self.user_stores = {name: UserKeyValueStore(build.stores[name]) for name in node.store_names}
         self.schedule_store = build.stores[node.schedule_store]
         self.processor = None
-        self.schedules: list[_Schedule] = []
-        self.stream_time = NO_TIME
+        self.punctuations: Punctuations | None = None
         self._out: _Forwarded | None = None
         self._current: tuple[int, Any] | None = None  # (seq, key) of the record being processed
         self._wall_clock: int | None = build.wall_clock_ms
 
     # -- what the context does --------------------------------------------------------------------
-
-    def wall_clock_ms(self) -> int:
-        return self._wall_clock if self._wall_clock is not None else int(time.time() * 1000)
 
     def forward(self, record) -> None:
         if self._current is None:
@@ -164,23 +132,12 @@ class ProcessOperator(Operator, node=ProcessNode):
             raise ProcessingError(f"{self.name}: process_values() keeps the key; forward records with the key {key!r}, not {record.key!r}", node=self.name)
         self._out.add(seq, record)
 
-    def schedule(self, interval_ms: int, punctuation_type, callback: Callable[[int], None]) -> _Schedule:
-        if not isinstance(interval_ms, int) or interval_ms <= 0:
-            raise ProcessingError(f"{self.name}: schedule() needs a positive interval in ms, got {interval_ms!r}", node=self.name)
-        index = len(self.schedules)
-        raw = self.schedule_store.get(b"next-%d" % index)
-        start = 0 if punctuation_type.value == "stream_time" else self.wall_clock_ms() + interval_ms
-        entry = _Schedule(index, interval_ms, punctuation_type, callback, start if raw is None else _LONG.unpack(raw)[0])
-        self.schedules.append(entry)
-        return entry
-
     # -- the batch --------------------------------------------------------------------------------
 
     def _started(self) -> None:
         if self.processor is not None:
             return
-        raw = self.schedule_store.get(_STREAM_TIME_KEY)
-        self.stream_time = NO_TIME if raw is None else _LONG.unpack(raw)[0]
+        self.punctuations = Punctuations(self.name, self.schedule_store, self._wall_clock)
         processor = self.node.supplier()
         if not callable(getattr(processor, "process", None)):
             raise ProcessingError(f"{self.name}: the supplier must return a Processor (with process(record)), got {processor!r}", node=self.name)
@@ -190,10 +147,11 @@ class ProcessOperator(Operator, node=ProcessNode):
 
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         self._started()  # before taking the batch's clock: schedules start from the task's start
-        self._wall_clock = context.wall_clock_ms
+        punctuations = self.punctuations
+        punctuations.wall_clock = context.wall_clock_ms
         out = self._out = _Forwarded()
         keys, values, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
-        task_times = context.stream_times() if context.stream_times is not None and len(flow) else None
+        times = row_stream_times(flow, context, punctuations.stream_time)
         headers = record_headers(flow, context.input_headers() if context.input_headers is not None else None)
         headers = headers_of(headers) if headers is not None else [()] * len(flow)
         for i, (key, value) in enumerate(zip(keys, values, strict=True)):
@@ -203,27 +161,16 @@ class ProcessOperator(Operator, node=ProcessNode):
                 self.processor.process(Record(key, value, int(stamps[i]), headers[i]))
             except Exception as e:  # noqa: BLE001 - a failing processor rejects its record, as other user functions do
                 context.bad.reject(seq, self.name, f"{type(e).__name__}: {e}", key, value, error=e)
-            if task_times is not None and seq < len(task_times):
-                self.stream_time = max(self.stream_time, int(task_times[seq]))
-            self._punctuate("stream_time", self.stream_time, seq, context)
+            punctuations.stream_time = int(times[i])
+            self._current = (seq, key)
+            for _ in punctuations.fire(STREAM_TIME, punctuations.stream_time):
+                pass
         self._current = (int(seqs[-1]) if len(flow) else -1, None)
-        self._punctuate("wall_clock_time", self.wall_clock_ms(), self._current[0], context)
+        for _ in punctuations.fire(WALL_CLOCK_TIME, punctuations.wall_clock_ms()):
+            pass
         self._current = None
-        self.schedule_store.put(_STREAM_TIME_KEY, _LONG.pack(self.stream_time))
-        for entry in self.schedules:
-            self.schedule_store.put(b"next-%d" % entry.index, _LONG.pack(entry.next_ms))
+        punctuations.save()
         return out.flow(self.name, flow, context)
-
-    def _punctuate(self, kind: str, now: int, seq: int, context: ProcessContext) -> None:
-        for entry in self.schedules:
-            if entry.cancelled or entry.kind.value != kind or now < entry.next_ms or now < 0:
-                continue
-            self._current = (seq, self._current[1] if self._current else None)
-            try:
-                entry.callback(now)
-            except Exception as e:  # noqa: BLE001 - the batch fails, as in Kafka: nothing of it is committed
-                raise ProcessingError(f"{self.name}: a punctuation raised {type(e).__name__}: {e}", node=self.name) from e
-            entry.advance(now)
 
     def close(self) -> None:
         if self.processor is not None and hasattr(self.processor, "close"):
