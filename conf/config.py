@@ -14,6 +14,8 @@ from typing import Any
 
 from conf._parse import boolean, enum_value
 from conf.errors import ConfigError
+from conf.kafka import PREFIX as KAFKA_PREFIX
+from conf.kafka import KafkaConfig
 from conf.retention import PREFIX as RETENTION_PREFIX
 from conf.retention import RetentionConfig
 
@@ -64,6 +66,8 @@ class StreamsConfig:
     """The embedded default; a master given to spark-submit (or a running session's) wins."""
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     """What a running application removes, and when (``[retention]`` in ``defaults.toml``)."""
+    kafka: KafkaConfig = field(default_factory=KafkaConfig)
+    """Which topics live in Kafka, and how to reach them (``[kafka]`` in ``defaults.toml``)."""
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     """Free-form Spark settings, the only escape hatch."""
 
@@ -128,17 +132,18 @@ class StreamsConfig:
 
     @classmethod
     def _from_boundary(cls, raw: Mapping[str, Any]) -> StreamsConfig:
-        known = {f.name for f in fields(cls)} - {"retention"} | {"commit_interval_ms"}
-        unknown = sorted(k for k in set(raw) - known if not k.startswith(RETENTION_PREFIX))
+        known = {f.name for f in fields(cls)} - {"retention", "kafka"} | {"commit_interval_ms"}
+        unknown = sorted(k for k in set(raw) - known if not k.startswith((RETENTION_PREFIX, KAFKA_PREFIX)))
         if unknown:
             raise ConfigError(
                 f"unknown setting(s) {unknown}; known settings are {sorted(known - {'commit_interval'})}",
                 setting=unknown[0],
             )
-        values = {k: v for k, v in raw.items() if not k.startswith(RETENTION_PREFIX)}
+        values = {k: v for k, v in raw.items() if not k.startswith((RETENTION_PREFIX, KAFKA_PREFIX))}
         values["retention"] = RetentionConfig.from_boundary(
             {k[len(RETENTION_PREFIX) :]: v for k, v in raw.items() if k.startswith(RETENTION_PREFIX)}
         )
+        values["kafka"] = KafkaConfig.from_boundary({k[len(KAFKA_PREFIX) :]: v for k, v in raw.items() if k.startswith(KAFKA_PREFIX)})
         if "application_id" not in values:
             raise ConfigError("application_id is required", setting="application_id")
         try:
@@ -162,12 +167,14 @@ class StreamsConfig:
 
 
 def _flat(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"retention": {"x": 1}}`` -> ``{"retention.x": 1}``; other keys unchanged."""
-    flat = {k: v for k, v in settings.items() if k != "retention"}
-    table = settings.get("retention", {})
-    if isinstance(table, RetentionConfig):
-        raise ConfigError("pass retention settings as a mapping of boundary keys, or use dataclasses.replace(config, retention=...)", setting="retention")
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"retention must be a table of settings, got {table!r}", setting="retention")
-    flat.update({f"{RETENTION_PREFIX}{k}": v for k, v in table.items()})
+    """``{"retention": {"x": 1}}`` -> ``{"retention.x": 1}`` (and ``kafka`` likewise); other keys
+    unchanged."""
+    flat = {k: v for k, v in settings.items() if k not in ("retention", "kafka")}
+    for name, kind in (("retention", RetentionConfig), ("kafka", KafkaConfig)):
+        table = settings.get(name, {})
+        if isinstance(table, kind):
+            raise ConfigError(f"pass {name} settings as a mapping of boundary keys, or use dataclasses.replace(config, {name}=...)", setting=name)
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{name} must be a table of settings, got {table!r}", setting=name)
+        flat.update({f"{name}.{k}": v for k, v in table.items()})
     return flat
