@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from sinks.serde import key_bytes
-from state.session_store import SessionStore
+from state.session_store import NO_TIME, SessionStore
 from streams._internal.processing.aggregate import aggregatable, fold_functions
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
@@ -180,3 +180,19 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
             schema=flow_schema(source.key_type, values.type, True),
         )
         return Flow(table, True)
+
+    # -- idle close (streams._internal.processing.idle) -----------------------------------------
+    # Sliding windows have no emit-final yet: an idle advance only moves their stream time (with
+    # every other operator of the task, so a suppress over them can never run ahead of them).
+    # Hook for emit-final: return the distance to the next window close from next_close_ms, and
+    # emit the windows the advance closes in advance_idle, as the record path does.
+
+    def advance_idle(self, flow: Flow, by_ms: int, context: ProcessContext) -> Flow:
+        out = self.process(flow, context)
+        store = self.store
+        store.begin_batch()
+        if store.stream_time != NO_TIME:
+            store.stream_time += by_ms
+            store.end_batch()
+            context.advanced_to(store.stream_time)
+        return out
