@@ -95,10 +95,12 @@ class Trigger:
         """Ticks the query (through Spark's socket source) when there is input, or an idle task due."""
         self.idle_clock = idle_clock
         """Idle close (None: off): which tasks are due for an idle advance."""
-        due = (lambda: idle_clock.any_due(_now_ms())) if idle_clock is not None else None
+        self.in_batch = threading.Lock()
+        # Not while a trigger runs: its due tasks stay due until it commits, and ticks meanwhile
+        # would only queue an empty trigger behind it.
+        due = (lambda: not self.in_batch.locked() and idle_clock.any_due(_now_ms())) if idle_clock is not None else None
         self.watcher = InputWatcher(planner.inputs.uris, self.consumed, self.ticks.tick, poll_interval_s, due=due)
         self.stopping = False
-        self.in_batch = threading.Lock()
         self.last_batch_id = -1
         self.history: deque[BatchMetrics] = deque(maxlen=HISTORY)
         """The most recent batches' metrics (a job runs for days: all of them would not fit)."""
