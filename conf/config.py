@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from conf._parse import boolean, enum_value
+from conf._parse import boolean, enum_value, integer
 from conf.errors import ConfigError
 from conf.kafka import PREFIX as KAFKA_PREFIX
 from conf.kafka import KafkaConfig
@@ -62,6 +62,10 @@ class StreamsConfig:
     """A trigger with at most this many input records runs as one Spark task (stage after stage
     in it): Spark's fixed cost per stage outweighs a small batch's work. 0: always one Spark task
     per deltastreams task."""
+    idle_close: timedelta | None = None
+    """Wall-clock completeness, beyond Kafka (off: None). A task whose input has brought no record
+    for this long starts moving its stream time with the wall clock, so windows, sessions and
+    suppressed results close without waiting for a new record (docs/differences-from-kafka.md)."""
     master: str = "local[2]"
     """The embedded default; a master given to spark-submit (or a running session's) wins."""
     retention: RetentionConfig = field(default_factory=RetentionConfig)
@@ -85,6 +89,10 @@ class StreamsConfig:
             raise ConfigError(f"num_partitions must be >= 0, got {self.num_partitions}", setting="num_partitions")
         if self.single_task_records < 0:
             raise ConfigError(f"single_task_records must be >= 0, got {self.single_task_records}", setting="single_task_records")
+        if self.idle_close is not None and self.idle_close <= timedelta(0):
+            raise ConfigError(
+                f"idle_close_ms must be positive, or -1 to turn idle close off, got {self.idle_close}", setting="idle_close_ms"
+            )
         if self.max_records_per_batch <= 0:
             raise ConfigError(
                 f"max_records_per_batch must be positive, got {self.max_records_per_batch}",
@@ -94,6 +102,10 @@ class StreamsConfig:
     @property
     def commit_interval_ms(self) -> int:
         return int(self.commit_interval / timedelta(milliseconds=1))
+
+    @property
+    def idle_close_ms(self) -> int | None:
+        return None if self.idle_close is None else int(self.idle_close / timedelta(milliseconds=1))
 
     @property
     def exactly_once(self) -> bool:
@@ -132,11 +144,11 @@ class StreamsConfig:
 
     @classmethod
     def _from_boundary(cls, raw: Mapping[str, Any]) -> StreamsConfig:
-        known = {f.name for f in fields(cls)} - {"retention", "kafka"} | {"commit_interval_ms"}
+        known = {f.name for f in fields(cls)} - {"retention", "kafka", "idle_close"} | {"commit_interval_ms", "idle_close_ms"}
         unknown = sorted(k for k in set(raw) - known if not k.startswith((RETENTION_PREFIX, KAFKA_PREFIX)))
         if unknown:
             raise ConfigError(
-                f"unknown setting(s) {unknown}; known settings are {sorted(known - {'commit_interval'})}",
+                f"unknown setting(s) {unknown}; known settings are {sorted(known - {'commit_interval', 'idle_close'})}",
                 setting=unknown[0],
             )
         values = {k: v for k, v in raw.items() if not k.startswith((RETENTION_PREFIX, KAFKA_PREFIX))}
@@ -149,6 +161,8 @@ class StreamsConfig:
         try:
             if "commit_interval_ms" in values:
                 values["commit_interval"] = timedelta(milliseconds=float(values.pop("commit_interval_ms")))
+            if "idle_close_ms" in values:
+                values["idle_close"] = _optional_ms(values.pop("idle_close_ms"), "idle_close_ms")
             if "processing_guarantee" in values:
                 values["processing_guarantee"] = enum_value(Guarantee, values["processing_guarantee"], "processing_guarantee")
             if "on_bad_record" in values:
@@ -164,6 +178,17 @@ class StreamsConfig:
         values["state_dir"] = values.get("state_dir") or None
         return cls(**values)
 
+
+def _optional_ms(value: Any, setting: str) -> timedelta | None:
+    """A duration in whole milliseconds at the boundary, -1 (or none given) meaning off."""
+    if value is None or value == "":
+        return None
+    number = integer(value, setting)
+    if number == -1:
+        return None
+    if number <= 0:
+        raise ConfigError(f"{setting} must be positive, or -1 to turn it off, got {value!r}", setting=setting)
+    return timedelta(milliseconds=number)
 
 
 def _flat(settings: Mapping[str, Any]) -> dict[str, Any]:

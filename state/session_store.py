@@ -104,6 +104,14 @@ class SessionStore:
                 found.append((index_key[17:], unpack_time(index_key, 9), unpack_time(index_key, 1), pickle.loads(raw)))
         return found
 
+    def first_end_from(self, lowest_end: int) -> int | None:
+        """The smallest end, at or after ``lowest_end``, of any key's session still in the store
+        (what must close next, for idle close); one step into the time index."""
+        for index_key, session_key in self.store.range(b"t" + pack_time(lowest_end), b"u"):
+            if self.store.get(session_key) is not None:
+                return unpack_time(index_key, 1)
+        return None
+
     def end_batch(self, keep_from: int | None = None) -> None:
         """Persist the stream times and purge the sessions that fell out of retention, except
         those ending at or after ``keep_from`` (final results not emitted yet)."""

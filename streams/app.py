@@ -29,6 +29,7 @@ from streams._internal.runtime import task_host
 from streams._internal.runtime.checkpoints import fresh_checkpoint
 from streams._internal.runtime.committer import Committer
 from streams._internal.runtime.failures import Failure, explain, root_cause
+from streams._internal.runtime.idle import IdleClock, keeps_time
 from streams._internal.runtime.inputs import InputLog
 from streams._internal.runtime.plan import BatchSettings, ShippedTopology
 from streams._internal.runtime.planner import Planner
@@ -106,6 +107,7 @@ class StreamsApp:
             fail_on_bad_record=self.config.on_bad_record.value == "fail",
             late_records_topic=self.config.late_records_topic,
             dead_letter_topic=self.config.dlq_topic,
+            idle_close=self.config.idle_close_ms is not None,
         )
         self._warm_up_hosts(settings, shipped)
         self.committer = Committer(self.registry)
@@ -118,7 +120,9 @@ class StreamsApp:
         planner = Planner(self.topology, self.registry, inputs, settings, shipped, {s: c.entry for s, c in compiled.items()})
         consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics}
         job = TriggerJob(self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records)
-        self.trigger = Trigger(planner, job, self.committer, self.registry, self.progress, poll_interval_s=self._poll_interval_s)
+        self.trigger = Trigger(
+            planner, job, self.committer, self.registry, self.progress, poll_interval_s=self._poll_interval_s, idle_clock=self._idle_clock()
+        )
         if self.config.retention.enabled:
             self.retention = Retention(self.config.retention, self.topology, self.registry, self.committer, self.trigger.commit_lock)
         # A crash between two sub-topologies' commits leaves repartition records committed but
@@ -130,6 +134,14 @@ class StreamsApp:
             self.spark.streams.addListener(self._listener)
             self._start_query()
         log.info("application %s started in %.1f s (%s)", self.config.application_id, sum(phases.values()), phases.describe())
+
+    def _idle_clock(self) -> IdleClock | None:
+        """Idle close (off unless ``idle_close_ms`` is set): every task of a sub-topology that
+        closes windows or buffered results with stream time, anchored at this start."""
+        if self.config.idle_close_ms is None:
+            return None
+        tasks = [(sub.id, p) for sub in self.topology.subtopologies if keeps_time(self.topology, sub) for p in range(self.registry.tasks(sub))]
+        return IdleClock(self.config.idle_close_ms, tasks, int(time.time() * 1000))
 
     @property
     def _poll_interval_s(self) -> float:

@@ -43,6 +43,7 @@ from state import (
 )
 from streams._internal.processing.task import TaskProcessor
 from streams._internal.runtime.collector import collect
+from streams._internal.runtime.idle import IdleClock, keeps_time
 from topology.graph import Topology
 from topology.nodes import ProcessNode
 from topology.records import HEADERS, headers_array, headers_of
@@ -90,6 +91,10 @@ class TopologyTestDriver:
         self.dropped_records = 0
         self.wall_clock_ms = 0
         self._open_tasks()
+        self._idle_clock = None
+        if self.config.idle_close_ms is not None:
+            keeping = [sub.id for sub in topology.subtopologies if keeps_time(topology, sub)]
+            self._idle_clock = IdleClock(self.config.idle_close_ms, keeping, self.wall_clock_ms)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -111,6 +116,7 @@ class TopologyTestDriver:
                 late_records_topic=self.config.late_records_topic,
                 application_id=self.config.application_id,
                 wall_clock_ms=self.wall_clock_ms,
+                idle_close=self.config.idle_close_ms is not None,
             )
             for sub in self.topology.subtopologies
         ]
@@ -142,11 +148,16 @@ class TopologyTestDriver:
     # -- input --------------------------------------------------------------------------------
 
     def advance_wall_clock(self, millis: int) -> None:
-        """Move the driver's clock: the default timestamp of piped records, and the time
-        wall-clock punctuations see (those due fire now, as in Kafka's driver)."""
+        """Move the driver's clock (Kafka's ``advanceWallClockTime``): the default timestamp of
+        piped records, and the time wall-clock punctuations see (those due fire now, as in
+        Kafka's driver). With ``idle_close_ms`` set, tasks idle long enough for that to close
+        something get their idle advance now, as the Spark runtime would run them."""
         self.wall_clock_ms += millis
+        due = self._idle_clock.due(self.wall_clock_ms) if self._idle_clock is not None else {}
         for task in self._tasks:
-            if any(isinstance(self.topology.nodes[n], ProcessNode) for n in task.subtopology.nodes):
+            if task.subtopology.id in due:
+                self._run(task, {}, idle_advance_ms=due[task.subtopology.id])
+            elif any(isinstance(self.topology.nodes[n], ProcessNode) for n in task.subtopology.nodes):
                 self._run(task, {})
 
     def pipe_input(self, topic: str, key: Any, value: Any, timestamp: int | None = None, *, headers: Iterable[tuple[str, bytes]] | None = None) -> None:
@@ -212,15 +223,20 @@ class TopologyTestDriver:
             if inputs:
                 self._run(task, inputs)
 
-    def _run(self, task: TaskProcessor, inputs: Mapping[str, pa.Table]) -> None:
+    def _run(self, task: TaskProcessor, inputs: Mapping[str, pa.Table], *, idle_advance_ms: int | None = None) -> None:
+        wall_ms = self.wall_clock_ms
         try:
-            result = task.process(inputs, wall_clock_ms=self.wall_clock_ms)
+            result = task.process(inputs, wall_clock_ms=wall_ms, idle_advance_ms=idle_advance_ms)
         except Exception:
             self._abort(task)  # a failed batch commits nothing, as a failed task in production
             raise
         self.dropped_records += result.dropped_records
         changelogs = {name: name for name in result.changelogs}
         collect(result, self, dead_letter_topic=self.config.dlq_topic, changelogs=changelogs, timestamp=0)
+        if self._idle_clock is not None and (result.processed or idle_advance_ms is not None):
+            self._idle_clock.committed(
+                task.subtopology.id, wall_ms, processed=result.processed, advanced=result.idle_advanced, next_close_ms=result.next_close_ms
+            )
 
     def _abort(self, task: TaskProcessor) -> None:
         for name in task.subtopology.stores:

@@ -31,3 +31,18 @@ def test_a_batch_older_than_half_the_orphan_delay_is_never_decided(tmp_path):
 
 def test_without_file_cleanup_a_slow_batch_is_decided(tmp_path):
     committer(tmp_path, enabled="false").check_age([written(10 * 60_000)])
+
+
+def test_a_restart_resumes_every_input_where_it_stood_even_one_the_last_batch_did_not_move(tmp_path):
+    # The positions a restart reads are those of the last decided batch: one that consumed only
+    # one of two inputs (or, with idle close, none) must still name the other's position, or
+    # that input would be read again from its start (duplicates).
+    sub = SimpleNamespace(id=0)
+    first = committer(tmp_path)
+    first.recover([sub])
+    first.commit(0, {"clicks": (-1, 3), "users": (-1, 1)}, [])
+    first.commit(0, {"clicks": (3, 5)}, [])
+    first.commit(0, {}, [])
+    restarted = committer(tmp_path)
+    restarted.recover([sub])
+    assert (restarted.position(0, "clicks"), restarted.position(0, "users")) == (5, 1)

@@ -28,9 +28,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sinks.serde import key_bytes, key_bytes_of, key_from_bytes
-from state import ReadOnlyKeyValueStore, ReadOnlyWindowStore, TimeKeyedStore
-from streams._internal.processing.flow import BadRecords, Flow, flow_schema, infer_array
-from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from state import NO_STREAM_TIME, ReadOnlyKeyValueStore, ReadOnlyWindowStore, TimeKeyedStore
+from streams._internal.processing.flow import BadRecords, Flow, concat_flows, flow_schema, infer_array
+from streams._internal.processing.idle import remember_key_type, remembered_key_type
+from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
 from streams._internal.processing.table import BatchChanges, turn
 from streams._internal.processing.windowing import assign_windows, segmented_running_max
 from topology.nodes import AggregateNode, AggregationKind
@@ -39,6 +40,7 @@ from topology.records import KEY, VALUE
 _COUNT = struct.Struct(">qq")
 _LONG = struct.Struct(">q")
 _LAST_EMIT_KEY = b"\xff\xfflast-emitted-close-time"
+_FAR_FUTURE = 2**62
 
 
 def _windows_for(t: int, windows) -> set[int]:
@@ -208,14 +210,15 @@ class AggregateOperator(Operator, node=AggregateNode):
             windows_per_record = np.bincount(record, minlength=len(flow))
             context.emit_late(flow.filter((windows_per_record > 0) & (updates == 0)))
         if self.node.emit_final:
-            revisions = self._closed_windows(flow, assignment.stream_time, distinct_keys.type)
+            remember_key_type(self.kv, distinct_keys.type)
+            revisions = self._closed_windows(flow.seqs, assignment.stream_time, distinct_keys.type)
         if self.window_store is not None:
             self._advance(int(assignment.final_stream_time))
         return revisions
 
     # -- emit on window close ---------------------------------------------------------------------
 
-    def _closed_windows(self, flow: Flow, stream_times: np.ndarray, key_type: pa.DataType) -> Flow:
+    def _closed_windows(self, seqs: np.ndarray, stream_times: np.ndarray, key_type: pa.DataType) -> Flow:
         """Kafka's emit-final (KStreamWindowAggregate with ON_WINDOW_CLOSE): after each record,
         if the close time (stream time - grace) moved past the last emitted one and a window
         closed since, forward the windows starting in the newly closed range, in the order
@@ -252,7 +255,7 @@ class AggregateOperator(Operator, node=AggregateNode):
             raise TypeError(f"{self.name}: aggregate values of different types cannot form one table: {values[misfits[0]]!r}")
         starts_array = pa.array(starts, pa.int64())
         table = pa.table(
-            [pa.array(flow.seqs[np.asarray(rows, dtype=np.int64)], pa.int64()), pa.array(stamps, pa.int64()), starts_array,
+            [pa.array(seqs[np.asarray(rows, dtype=np.int64)], pa.int64()), pa.array(stamps, pa.int64()), starts_array,
              pc.add(starts_array, w.size_ms), pa.array(keys, key_type), array],
             schema=flow_schema(key_type, array.type, True),
         )
@@ -391,6 +394,35 @@ class AggregateOperator(Operator, node=AggregateNode):
         store.stream_time = stream_time
         horizon = stream_time - self.windows.size_ms - self.windows.grace_ms
         store.take_up_to(horizon)
+
+    # -- idle close (streams._internal.processing.idle) -----------------------------------------
+
+    def next_close_ms(self) -> int | None:
+        """Until the oldest window in the store closes (its end plus grace): closed windows are
+        emitted (emit-final) and purged in the batch that closes them, so the oldest is open."""
+        store = self.window_store
+        if store is None or store.stream_time == NO_STREAM_TIME:
+            return None
+        oldest = next(store.up_to(_FAR_FUTURE), None)
+        if oldest is None:
+            return None
+        if self.node.emit_final and remembered_key_type(self.kv) is None:
+            return IDLE_BLOCKED
+        return oldest[0] + self.windows.size_ms + self.windows.grace_ms - store.stream_time
+
+    def advance_idle(self, flow: Flow, by_ms: int, context: ProcessContext) -> Flow:
+        out = self.process(flow, context)
+        store = self.window_store
+        if store is None or store.stream_time == NO_STREAM_TIME:
+            return out
+        target = store.stream_time + by_ms
+        key_type = remembered_key_type(self.kv)
+        if self.node.emit_final and key_type is not None:  # (unknown: next_close_ms blocks idle runs while windows are open)
+            # As after a record at ``target``: the windows it closes, once.
+            out = concat_flows([out, self._closed_windows(np.zeros(1, dtype=np.int64), np.array([target]), key_type)])
+        self._advance(target)
+        context.advanced_to(target)
+        return out
 
 
 class _Log:

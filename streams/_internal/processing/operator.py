@@ -25,6 +25,11 @@ from topology.graph import Topology
 from topology.nodes import Node
 
 
+IDLE_BLOCKED = -1
+"""``next_close_ms`` of an operator that cannot close anything until it sees a record (a store
+from an older version that does not know its key type yet): its task is not idle-closed."""
+
+
 @dataclass(frozen=True)
 class BuildContext:
     """What building a task's operators needs beyond the nodes."""
@@ -66,6 +71,12 @@ class ProcessContext:
     input_headers: Any = None
     """Gives the headers of the batch's input records, indexed by ``_seq`` (None when no input
     topic carries headers); computed only when asked."""
+    idle_stream_time: int | None = None
+    """After an idle advance: the largest stream time an operator advanced to."""
+
+    def advanced_to(self, stream_time: int) -> None:
+        """An operator's stream time moved to ``stream_time`` by an idle advance."""
+        self.idle_stream_time = max(stream_time, self.idle_stream_time or stream_time)
 
     def emit(self, topic: str, flow: Flow) -> None:
         """Records for ``topic`` (logical name), in the order the task produced them."""
@@ -118,6 +129,20 @@ class Operator:
 
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         raise NotImplementedError
+
+    # -- idle close (wall-clock completeness, beyond Kafka: streams._internal.processing.idle) ----
+
+    def next_close_ms(self) -> int | None:
+        """How much further stream time must move before this operator closes something (a
+        window, a session, a buffered result): None if nothing is open or it keeps no stream
+        time; :data:`IDLE_BLOCKED` if it cannot close anything before it sees a record."""
+        return None
+
+    def advance_idle(self, flow: Flow, by_ms: int, context: ProcessContext) -> Flow:
+        """Process ``flow`` (its parents' output in an idle run), then move this operator's stream
+        time ``by_ms`` further, as a record that far ahead would have, without data: emit what
+        closes. Operators keeping no stream time only process."""
+        return self.process(flow, context)
 
     def store_view(self) -> object | None:
         """A read-only view of this operator's store, for queries, if it has one."""

@@ -21,10 +21,11 @@ import numpy as np
 import pyarrow as pa
 
 from sinks.serde import key_bytes, key_bytes_of, key_from_bytes
-from state.session_store import SessionStore
+from state.session_store import NO_TIME, SessionStore
 from streams._internal.processing.aggregate import aggregatable, fold_functions, record_aggregators
-from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
-from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array
+from streams._internal.processing.idle import remember_key_type, remembered_key_type
+from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
 from topology.nodes import AggregationKind, SessionAggregateNode
 from topology.records import KEY, Windowed
 
@@ -89,6 +90,7 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
             if self.node.emit_final:
                 self._emit_closed(i, close, final)
         if self.node.emit_final:
+            remember_key_type(store.store, flow.key_type)
             if self.last_emit is not None:
                 store.store.put(_LAST_EMIT_KEY, _LONG.pack(self.last_emit))
             store.end_batch(keep_from=self.last_emit if self.last_emit is not None else 0)  # keep what is still to emit
@@ -151,6 +153,53 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
             schema=flow_schema(source.key_type, array.type, True),
         )
         return Flow(table, True, None, out.values)
+
+    # -- idle close (streams._internal.processing.idle) -----------------------------------------
+
+    def next_close_ms(self) -> int | None:
+        """Until the session ending first among those still open closes (stream time passes its
+        end plus gap plus grace)."""
+        store = self.store
+        store.begin_batch()
+        if store.stream_time == NO_TIME:
+            return None
+        first_end = store.first_end_from(store.stream_time - self.grace - self.gap)
+        if first_end is None:
+            return None
+        if self.node.emit_final and remembered_key_type(store.store) is None:
+            return IDLE_BLOCKED
+        return first_end + self.gap + self.grace + 1 - store.stream_time
+
+    def advance_idle(self, flow: Flow, by_ms: int, context: ProcessContext) -> Flow:
+        out = self.process(flow, context)
+        store = self.store
+        store.begin_batch()
+        if store.stream_time == NO_TIME:
+            return out
+        store.stream_time += by_ms
+        context.advanced_to(store.stream_time)
+        key_type = remembered_key_type(store.store)
+        if not self.node.emit_final or key_type is None:  # (unknown: next_close_ms blocks idle runs while sessions are open)
+            store.end_batch()
+            return out
+        raw_last = store.store.get(_LAST_EMIT_KEY)
+        self.last_emit = None if raw_last is None else _LONG.unpack(raw_last)[0]
+        self._key_type = key_type
+        final = _Forwarded()
+        self._emit_closed(0, store.stream_time - self.grace - self.gap, final)  # as after a record at the new stream time
+        if self.last_emit is not None:
+            store.store.put(_LAST_EMIT_KEY, _LONG.pack(self.last_emit))
+        store.end_batch(keep_from=self.last_emit if self.last_emit is not None else 0)
+        values, misfits = infer_array(final.values, pa.int64() if self.node.aggregation.kind is AggregationKind.COUNT else None)
+        if misfits:
+            raise TypeError(f"{self.name}: aggregate values of different types cannot form one table: {final.values[misfits[0]]!r}")
+        ends = pa.array([w[1] for w in final.windows], pa.int64())
+        table = pa.table(
+            [pa.array(np.zeros(len(final.rows), dtype=np.int64)), ends, pa.array([w[0] for w in final.windows], pa.int64()), ends,
+             pa.array(final.keys or [], key_type), values],
+            schema=flow_schema(key_type, values.type, True),
+        )
+        return concat_flows([out, Flow(table, True)])
 
 
 def _last_per_session(out: _Forwarded, raw_keys: list[bytes], existed: set[tuple[bytes, int, int]]) -> _Forwarded:

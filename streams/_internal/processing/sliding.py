@@ -27,10 +27,11 @@ import numpy as np
 import pyarrow as pa
 
 from sinks.serde import key_bytes, key_from_bytes
-from state.session_store import SessionStore
+from state.session_store import NO_TIME, SessionStore
 from streams._internal.processing.aggregate import aggregatable, fold_functions, record_aggregators
-from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
-from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array
+from streams._internal.processing.idle import remember_key_type, remembered_key_type
+from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
 from topology.nodes import AggregationKind, SlidingAggregateNode
 from topology.records import KEY
 
@@ -74,6 +75,7 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
             if emit_final and taken:
                 self._emit_closed()
         if emit_final:
+            remember_key_type(store.store, flow.key_type)
             if self._last_emit is not None:
                 store.store.put(_LAST_EMIT_KEY, _LONG.pack(self._last_emit))
             store.end_batch(keep_from=self._last_emit if self._last_emit is not None else 0)
@@ -227,3 +229,55 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
             schema=flow_schema(source.key_type, values.type, True),
         )
         return Flow(table, True)
+
+    # -- idle close (streams._internal.processing.idle) -----------------------------------------
+
+    def next_close_ms(self) -> int | None:
+        """With emit-final: until the window ending first among those still open closes (stream
+        time minus grace passes its end). Without, nothing waits on this operator."""
+        if not self.node.emit_final:
+            return None
+        store = self.store
+        store.begin_batch()
+        if store.stream_time == NO_TIME:
+            return None
+        first_end = store.first_end_from(store.stream_time - self.grace)
+        if first_end is None:
+            return None
+        if remembered_key_type(store.store) is None:
+            return IDLE_BLOCKED
+        return first_end + self.grace + 1 - store.stream_time
+
+    def advance_idle(self, flow: Flow, by_ms: int, context: ProcessContext) -> Flow:
+        """Stream time moves on by ``by_ms`` with no record; with emit-final, the windows that
+        closes go out, as after a record at the new stream time."""
+        out = self.process(flow, context)
+        store = self.store
+        store.begin_batch()
+        if store.stream_time == NO_TIME:
+            return out
+        store.stream_time += by_ms
+        context.advanced_to(store.stream_time)
+        key_type = remembered_key_type(store.store)
+        if not self.node.emit_final or key_type is None:
+            store.end_batch()
+            return out
+        raw_last = store.store.get(_LAST_EMIT_KEY)
+        self._last_emit = None if raw_last is None else _LONG.unpack(raw_last)[0]
+        self._key_type, self._final, self._row = key_type, [], 0
+        self._close = store.stream_time - self.grace
+        self._emit_closed()
+        if self._last_emit is not None:
+            store.store.put(_LAST_EMIT_KEY, _LONG.pack(self._last_emit))
+        store.end_batch(keep_from=self._last_emit if self._last_emit is not None else 0)
+        final = self._final
+        values, misfits = infer_array([o[3] for o in final], pa.int64() if self.node.aggregation.kind is AggregationKind.COUNT else None)
+        if misfits:
+            raise TypeError(f"{self.name}: aggregate values of different types cannot form one table")
+        starts = pa.array([o[1] for o in final], pa.int64())
+        table = pa.table(
+            [pa.array(np.zeros(len(final), dtype=np.int64)), pa.array([o[4] for o in final], pa.int64()), starts,
+             pa.array([o[1] + self.d for o in final], pa.int64()), pa.array([o[2] for o in final], key_type), values],
+            schema=flow_schema(key_type, values.type, True),
+        )
+        return concat_flows([out, Flow(table, True)])

@@ -20,7 +20,7 @@ import pyarrow as pa
 from conf.errors import ProcessingError
 from sinks.serde import key_bytes
 from state import TimeKeyedStore
-from streams._internal.processing.flow import Flow, flow_schema, infer_array
+from streams._internal.processing.flow import Flow, concat_flows, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from topology.nodes import SuppressNode
 from topology.records import KEY, VALUE, WINDOW_END, WINDOW_START
@@ -41,6 +41,29 @@ class SuppressOperator(Operator, node=SuppressNode):
         if not len(revisions):
             return Flow.empty(revisions.key_type, revisions.value_type, windowed=True)
         return _FinalResults(self.node, self.buffer).process(revisions)
+
+    # -- idle close (streams._internal.processing.idle) -----------------------------------------
+
+    def next_close_ms(self) -> int | None:
+        """Until the oldest buffered entry goes out: its window closes (end plus grace) or, with
+        a time limit, its time is ``limit`` behind stream time."""
+        stream_time = self.buffer.stream_time
+        oldest = next(self.buffer.up_to(2**62), None)
+        if stream_time < 0 or oldest is None:
+            return None
+        wait = self.node.time_limit_ms if self.node.time_limit_ms is not None else self.node.grace_ms
+        return oldest[0] + wait - stream_time
+
+    def advance_idle(self, flow: Flow, by_ms: int, context: ProcessContext) -> Flow:
+        out = self.process(flow, context)
+        if self.buffer.stream_time < 0:
+            return out
+        if self.node.time_limit_ms is not None:
+            emitted = _TimeLimit(self.node, self.buffer).advance_idle(by_ms, flow)
+        else:
+            emitted = _FinalResults(self.node, self.buffer).advance_idle(by_ms, flow)
+        context.advanced_to(self.buffer.stream_time)
+        return concat_flows([out, emitted])
 
 
 class _FinalResults:
@@ -97,6 +120,17 @@ class _FinalResults:
                 node=node.name,
             )
 
+    def advance_idle(self, by_ms: int, template: Flow) -> Flow:
+        """Stream time moves on by ``by_ms`` with no revision (idle close): what that closes
+        goes out, in buffer order, deletes dropped."""
+        self.buffer.stream_time += by_ms
+        out = [
+            (0, (entry[0], entry[1], entry[2], entry[3], end))
+            for end, _, raw in self.buffer.take_up_to(self.buffer.stream_time - self.node.grace_ms)
+            if (entry := pickle.loads(raw))[1] is not None
+        ]
+        return _emitted(out, template)
+
 
 _INDEX = b"\xff\xfeindex:"
 _COUNT_KEY = b"\xff\xfecount"
@@ -145,10 +179,7 @@ class _TimeLimit:
                 size -= len(self.buffer.get(buffered_at, entry_key) or b"")
             self.buffer.put(buffered_at, entry_key, entry)
             size += len(entry)
-            for _, due_key, raw in self.buffer.take_up_to(self.buffer.stream_time - self.node.time_limit_ms):
-                count, size = count - 1, size - len(raw)
-                self.store.delete(_INDEX + due_key)
-                out.append((int(seqs[i]), pickle.loads(raw)))
+            count, size = self._take_due(int(seqs[i]), count, size, out)
             while self._over(count, size):
                 if self.node.shut_down_when_full:
                     raise ProcessingError(
@@ -164,6 +195,24 @@ class _TimeLimit:
         self.store.put(_COUNT_KEY, _LONG.pack(count))
         self.store.put(_BYTES_KEY, _LONG.pack(size))
         return _emitted(out, updates)
+
+    def _take_due(self, seq: int, count: int, size: int, out: list[tuple[int, tuple]]) -> tuple[int, int]:
+        """Entries at least ``limit`` behind stream time go out, oldest first (to ``out``);
+        returns the buffer's count and size after."""
+        for _, due_key, raw in self.buffer.take_up_to(self.buffer.stream_time - self.node.time_limit_ms):
+            count, size = count - 1, size - len(raw)
+            self.store.delete(_INDEX + due_key)
+            out.append((seq, pickle.loads(raw)))
+        return count, size
+
+    def advance_idle(self, by_ms: int, template: Flow) -> Flow:
+        """Idle close: stream time ``by_ms`` further; the entries that puts past the limit go out."""
+        self.buffer.stream_time += by_ms
+        out: list[tuple[int, tuple]] = []
+        count, size = self._take_due(0, self._get(_COUNT_KEY), self._get(_BYTES_KEY), out)
+        self.store.put(_COUNT_KEY, _LONG.pack(count))
+        self.store.put(_BYTES_KEY, _LONG.pack(size))
+        return _emitted(out, template)
 
     def _over(self, count: int, size: int) -> bool:
         node = self.node

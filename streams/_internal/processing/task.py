@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from state import ChangeLoggingStore, ChangelogEntry, ReadOnlyKeyValueStore, ReadOnlyWindowStore
 from streams._internal.processing.flow import BadRecords, Flow, concat_flows, record_headers
+from streams._internal.processing.idle import next_close_ms
 from streams._internal.processing.input import SeenInputs
 from streams._internal.processing.operator import BuildContext, ProcessContext
 from streams._internal.processing.plan import plan_task
@@ -63,6 +64,13 @@ class TaskResult:
     record too late for it (``end + grace <= stream time``); a record with a null value reaching
     an aggregation."""
     processed: int = 0
+    idle_advanced: bool = False
+    """An idle advance moved the task's stream time (streams._internal.processing.idle)."""
+    idle_stream_time: int | None = None
+    """After an idle advance: the largest stream time it reached (stamps the changelog records)."""
+    next_close_ms: int | None = None
+    """With idle close on: how much further stream time must move before something closes
+    (None: nothing open)."""
 
 
 class TaskProcessor:
@@ -81,8 +89,10 @@ class TaskProcessor:
         entry: str | None = None,
         application_id: str = "",
         wall_clock_ms: int | None = None,
+        idle_close: bool = False,
     ) -> None:
         self.subtopology = subtopology
+        self.idle_close = idle_close
         self.task_id = TaskId(subtopology.id, partition)
         self.stores = stores
         self.fail_on_bad_record = fail_on_bad_record
@@ -112,9 +122,13 @@ class TaskProcessor:
         for operator in self.operators:
             operator.close()
 
-    def process(self, inputs: Mapping[str, pa.Table], *, wall_clock_ms: int | None = None) -> TaskResult:
+    def process(self, inputs: Mapping[str, pa.Table], *, wall_clock_ms: int | None = None, idle_advance_ms: int | None = None) -> TaskResult:
         """Run one batch: ``inputs`` maps each source topic (logical name) to its records in
-        record form (``partition``, ``offset``, ``timestamp``, ``key``, ``value``), offset order."""
+        record form (``partition``, ``offset``, ``timestamp``, ``key``, ``value``), offset order.
+
+        ``idle_advance_ms``: without records, move the task's stream time that far (idle close,
+        :mod:`streams._internal.processing.idle`), but only if that closes something: otherwise
+        nothing changes and nothing is written. Ignored when there are records."""
         context = ProcessContext(BadRecords(self.fail_on_bad_record, str(self.task_id)))
         if self.extractors:
             inputs = {t: extract_timestamps(records, self.extractors[t]) if t in self.extractors else records for t, records in inputs.items()}
@@ -123,10 +137,23 @@ class TaskProcessor:
         context.stream_times = functools.partial(seen.stream_times, self.subtopology.global_topics)
         context.wall_clock_ms = wall_clock_ms
         context.input_headers = functools.cache(seen.headers_by_seq)
+        if seen.total or idle_advance_ms is None:
+            idle_advance_ms = None
+        else:
+            due = next_close_ms(self.operators)
+            if due is None or idle_advance_ms < due:
+                return TaskResult(next_close_ms=due)  # an advance that closes nothing is not made
         for operator in self.operators:
-            flows[operator.name] = operator.process(concat_flows([flows[p] for p in operator.parents]), context)
+            incoming = concat_flows([flows[p] for p in operator.parents])
+            if idle_advance_ms is None:
+                flows[operator.name] = operator.process(incoming, context)
+            else:
+                flows[operator.name] = operator.advance_idle(incoming, idle_advance_ms, context)
 
         result = TaskResult(dropped_records=context.dropped_records, processed=seen.total)
+        result.idle_advanced, result.idle_stream_time = idle_advance_ms is not None, context.idle_stream_time
+        if self.idle_close:
+            result.next_close_ms = next_close_ms(self.operators)
         for topic, parts in context.outputs.items():
             result.outputs[topic] = _output(concat_flows(parts), context.input_headers())
         if context.late and self.late_records_topic:

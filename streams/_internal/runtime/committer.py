@@ -204,10 +204,14 @@ class Committer:
         crash_point("after_consolidate")
         txlog = self.logs[subtopology]
         previous = self.last.get(subtopology)
+        # Every position, not only those this batch moved: a restart reads them all from the last
+        # decided batch, and a topic left out there would be read again from the start (a batch
+        # of one input topic out of two, or an idle advance that consumed nothing).
+        positions = {t: (end, end) for t, end in self.positions[subtopology].items()}
         batch = DecidedBatch(
             seq=(previous.seq + 1) if previous is not None else 0,
             epoch=txlog.epoch,
-            sources=dict(sources),
+            sources={**positions, **sources},
             tables={t: TablePublication(self.registry.uri(t), tuple(published.files[t])) for t in sorted(published.files)},
             exactly_once=self.guarantee.exactly_once,
         )

@@ -53,14 +53,24 @@ class InputLog:
 
 
 class InputWatcher(threading.Thread):
-    """Polls the input topics' latest versions; calls ``on_input`` while some is unconsumed."""
+    """Polls the input topics' latest versions; calls ``on_input`` while some is unconsumed, or
+    while ``due()`` says a task needs a batch without input (idle close)."""
 
-    def __init__(self, uris: Mapping[str, str], consumed: Callable[[str], int], on_input: Callable[[], None], interval_s: float) -> None:
+    def __init__(
+        self,
+        uris: Mapping[str, str],
+        consumed: Callable[[str], int],
+        on_input: Callable[[], None],
+        interval_s: float,
+        *,
+        due: Callable[[], bool] | None = None,
+    ) -> None:
         super().__init__(name="deltastreams-input-watcher", daemon=True)
         self.uris = dict(uris)
         self.consumed = consumed
         self.on_input = on_input
         self.interval_s = interval_s
+        self.due = due
         self._latest = {t: DeltaTable(uri).version() for t, uri in self.uris.items()}
         self._stopping = threading.Event()
 
@@ -78,7 +88,7 @@ class InputWatcher(threading.Thread):
             except Exception:  # noqa: BLE001 - a transient read error: try again next round
                 log.debug("watching the input topics failed", exc_info=True)
                 continue
-            if self.pending():
+            if self.pending() or (self.due is not None and self.due()):
                 self.on_input()
 
     def stop(self) -> None:

@@ -88,6 +88,9 @@ class TaskPlan:
     changelogs: Mapping[str, ChangelogPosition] = field(default_factory=dict)
     process: bool = True
     """False: merge the fresh records only; the sub-topology runs in a later job (Catalyst mode)."""
+    idle_advance_ms: int | None = None
+    """Idle close: if the task gets no records, move its stream time this far (wall-clock ms
+    since it was last anchored; :mod:`streams._internal.runtime.idle`)."""
 
     @property
     def task_id(self) -> str:
@@ -120,6 +123,8 @@ class BatchSettings:
     fail_on_bad_record: bool
     late_records_topic: str | None
     dead_letter_topic: str
+    idle_close: bool = False
+    """Idle close is on: tasks report how far their next close is (``TaskOutcome.next_close_ms``)."""
 
 
 _LOADED: dict[str, Topology] = {}
@@ -196,6 +201,11 @@ class TaskOutcome:
     dropped_records: int = 0
     dead_letters: int = 0
     restored_entries: int = 0
+    idle_checked: bool = False
+    """The processing core ran (records or an idle advance, made or not) with idle close on:
+    ``idle_advanced`` and ``next_close_ms`` are its report."""
+    idle_advanced: bool = False
+    next_close_ms: int | None = None
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds per phase inside the task: read, merge, restore, process, write."""
 

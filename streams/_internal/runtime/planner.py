@@ -63,9 +63,12 @@ class Planner:
             self.levels[sub.id] = 1 + max((self._level(self.topology.subtopology(u)) for u in upstream), default=-1)
         return self.levels[sub.id]
 
-    def plan(self, batch_id: int, latest: Mapping[str, int], positions) -> TriggerPlan:
+    def plan(self, batch_id: int, latest: Mapping[str, int], positions, idle: Mapping[tuple[int, int], int] | None = None) -> TriggerPlan:
         """``latest``: per input topic, its latest version (absent: take no new input from it).
-        ``positions(sub, topic)``: where a sub-topology's committed input ends."""
+        ``positions(sub, topic)``: where a sub-topology's committed input ends. ``idle``: per
+        task ``(sub-topology, partition)`` due for an idle advance, how far (a sub-topology runs
+        for them even without input; :mod:`streams._internal.runtime.idle`)."""
+        idle = idle or {}
         running: set[int] = set()
         trigger = TriggerPlan(BatchPlan(batch_id, self.settings, self.shipped, ()))
         subs_by_level = sorted(self.topology.subtopologies, key=lambda s: (self.levels[s.id], s.id))
@@ -91,18 +94,20 @@ class Planner:
                         files[topic] = files_added(self.registry.uri(topic), start, committed)
                 if end is None or end > start:
                     sources[topic] = (start, end)
-            if sources:
+            if sources or any(task[0] == sub.id for task in idle):
                 running.add(sub.id)
                 trigger.sources[sub.id] = sources
                 inputs[sub.id] = files
         stages: dict[int, list[SubtopologyPlan]] = {}
         for sub in subs_by_level:
             if sub.id in running:
-                stages.setdefault(self.levels[sub.id], []).append(self._subtopology_plan(sub, trigger.sources[sub.id], inputs[sub.id]))
+                stages.setdefault(self.levels[sub.id], []).append(self._subtopology_plan(sub, trigger.sources[sub.id], inputs[sub.id], idle))
         trigger.plan = BatchPlan(batch_id, self.settings, self.shipped, tuple(tuple(stages[level]) for level in sorted(stages)))
         return trigger
 
-    def _subtopology_plan(self, sub: SubTopology, sources: Mapping[str, tuple[int, int | None]], files: Mapping[str, list[DataFile]]) -> SubtopologyPlan:
+    def _subtopology_plan(
+        self, sub: SubTopology, sources: Mapping[str, tuple[int, int | None]], files: Mapping[str, list[DataFile]], idle: Mapping[tuple[int, int], int]
+    ) -> SubtopologyPlan:
         registry = self.registry
         fresh = tuple(t for t, (_, end) in sources.items() if end is None)
         changelogs = {store: registry.changelog_topic(store) for store in sub.stores}
@@ -124,7 +129,7 @@ class Planner:
                 )
                 for store, topic in changelogs.items()
             }
-            tasks.append(TaskPlan(sub.id, partition, task_inputs, fresh, positions))
+            tasks.append(TaskPlan(sub.id, partition, task_inputs, fresh, positions, idle_advance_ms=idle.get((sub.id, partition))))
         return SubtopologyPlan(
             id=sub.id,
             tasks=tuple(tasks),

@@ -71,7 +71,8 @@ class TaskExecutor:
             for topic, table in fresh.items():
                 inputs[topic] = pa.concat_tables([inputs[topic], table]) if topic in inputs else table
         total = sum(t.num_rows for t in inputs.values())
-        if total == 0:
+        idle_advance_ms = task.idle_advance_ms if total == 0 else None
+        if total == 0 and idle_advance_ms is None:
             outcome.phases = dict(phases)
             return outcome
         try:
@@ -90,15 +91,18 @@ class TaskExecutor:
                 late_records_topic=settings.late_records_topic,
                 entry=sub.entry,
                 application_id=self.stores.application_id,
+                idle_close=settings.idle_close,
             )
             with phases.time("process"):
                 try:
-                    result = processor.process(inputs)
+                    result = processor.process(inputs, idle_advance_ms=idle_advance_ms)
                 finally:
                     processor.close()
             with phases.time("write"):
                 collector = RecordCollector(sub.outputs, task.partition)
                 stamp = max((int(pa.compute.max(t.column("timestamp")).as_py() or 0) for t in inputs.values() if t.num_rows), default=0)
+                if result.idle_stream_time is not None:  # changelog records of an idle advance: stamped with where it went
+                    stamp = result.idle_stream_time
                 collect(result, collector, dead_letter_topic=settings.dead_letter_topic, changelogs=sub.changelogs, timestamp=stamp)
             self.stores.finish({store: (w.file.path, w.file.min_offset) for store, w in collector.changelog_files.items()})
         except BaseException:
@@ -109,6 +113,8 @@ class TaskExecutor:
         outcome.dropped_records = result.dropped_records
         outcome.emitted = sum(t.num_rows for t in result.outputs.values())
         outcome.dead_letters = result.dead_letters.num_rows
+        outcome.idle_checked = settings.idle_close
+        outcome.idle_advanced, outcome.next_close_ms = result.idle_advanced, result.next_close_ms
         outcome.phases = dict(phases)
         return outcome
 

@@ -74,7 +74,7 @@ def _stage_task(plan: BatchPlan, targets: list[tuple[int, int]], consumers, seed
         elif key[0] != TASK:
             yield key, value
     task = plan.subtopology(sub_id).tasks[partition]
-    if not staged and not task.inputs:
+    if not staged and not _has_work(task):
         return
     yield from _emit(_run_on_host(plan, task, staged, idle_timeout_s=idle_timeout_s), consumers)
 
@@ -93,13 +93,22 @@ def _all_tasks(plan: BatchPlan, consumers, seeded, idle_timeout_s: float, items)
                 staged: dict[str, list[tuple[int, DataFile]]] = defaultdict(list)
                 for topic, writer, file in fresh.pop((sub.id, task.partition), ()):
                     staged[topic].append((writer, DataFile(**file)))
-                if not staged and not task.inputs:
+                if not staged and not _has_work(task):
                     continue
                 for key, value in _emit(_run_on_host(plan, task, staged, idle_timeout_s=idle_timeout_s), consumers):
                     if key[0] == FRESH:
                         fresh[(key[1], key[2])].append(value)
                     else:
                         yield key, value
+
+
+def _has_work(task: TaskPlan) -> bool:
+    """Input files to read, or an idle advance to make (idle close)."""
+    return bool(task.inputs) or task.idle_advance_ms is not None
+
+
+def _idle_task(plan: BatchPlan, idle_timeout_s: float, task: TaskPlan) -> str:
+    return _run_on_host(plan, task, {}, idle_timeout_s=idle_timeout_s).to_json()
 
 
 def _records_task(plan: BatchPlan, sub_id: int, topic: str, idle_timeout_s: float, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -174,12 +183,19 @@ class TriggerJob:
             for source in task.inputs:
                 uri = source.uri
                 slices.append([task.partition, [[f.path, f.partition, f.num_records, f.min_offset, f.max_offset] for f in source.files]])
+        outcomes = []
+        # Idle close: tasks with no records but an idle advance to make never reach the records
+        # job (it has no partition for them); they run on their hosts directly.
+        idle = [t for t in sub.tasks if not t.inputs and t.idle_advance_ms is not None]
+        if idle:
+            run_idle = functools.partial(_idle_task, plan, self.idle_timeout_s)
+            outcomes += [TaskOutcome.from_json(o) for o in self.spark.sparkContext.parallelize(idle, len(idle)).map(run_idle).collect()]
         if not slices:
-            return []
+            return outcomes
         frame = self.spark.read.format("deltastreams").option("uri", uri).option("slices", json.dumps(slices)).load()
         frame = apply_catalyst_steps(compiled, self.topology, frame)
         task_fn = functools.partial(_records_task, plan, sub.id, topic, self.idle_timeout_s)
-        return [TaskOutcome.from_json(row.outcome) for row in frame.mapInArrow(task_fn, "outcome string").collect()]
+        return outcomes + [TaskOutcome.from_json(row.outcome) for row in frame.mapInArrow(task_fn, "outcome string").collect()]
 
 
 def _input_records(subs) -> int:

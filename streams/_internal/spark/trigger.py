@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from conf.errors import BatchTimedOutError
 from sinks import delete_file
 from streams._internal.runtime.committer import Committer
+from streams._internal.runtime.idle import IdleClock
 from streams._internal.runtime.inputs import InputWatcher
 from streams._internal.runtime.plan import TaskOutcome, WrittenFile
 from streams._internal.runtime.planner import Planner, TriggerPlan
@@ -74,17 +75,32 @@ class BatchMetrics:
 class Trigger:
     """The application's ``foreachBatch`` function."""
 
-    def __init__(self, planner: Planner, job: TriggerJob, committer: Committer, registry: TopicRegistry, progress: Progress, *, poll_interval_s: float) -> None:
+    def __init__(
+        self,
+        planner: Planner,
+        job: TriggerJob,
+        committer: Committer,
+        registry: TopicRegistry,
+        progress: Progress,
+        *,
+        poll_interval_s: float,
+        idle_clock: IdleClock | None = None,
+    ) -> None:
         self.planner = planner
         self.job = job
         self.committer = committer
         self.registry = registry
         self.progress = progress
         self.ticks = TickChannel()
-        """Ticks the query (through Spark's socket source) when there is input."""
-        self.watcher = InputWatcher(planner.inputs.uris, self.consumed, self.ticks.tick, poll_interval_s)
-        self.stopping = False
+        """Ticks the query (through Spark's socket source) when there is input, or an idle task due."""
+        self.idle_clock = idle_clock
+        """Idle close (None: off): which tasks are due for an idle advance."""
         self.in_batch = threading.Lock()
+        # Not while a trigger runs: its due tasks stay due until it commits, and ticks meanwhile
+        # would only queue an empty trigger behind it.
+        due = (lambda: not self.in_batch.locked() and idle_clock.any_due(_now_ms())) if idle_clock is not None else None
+        self.watcher = InputWatcher(planner.inputs.uris, self.consumed, self.ticks.tick, poll_interval_s, due=due)
+        self.stopping = False
         self.last_batch_id = -1
         self.history: deque[BatchMetrics] = deque(maxlen=HISTORY)
         """The most recent batches' metrics (a job runs for days: all of them would not fit)."""
@@ -110,19 +126,32 @@ class Trigger:
         """Run one trigger with input up to ``latest`` (per input topic; {}: only repartition
         backlog); returns whether anything ran."""
         started_at, started = time.time(), time.perf_counter()
+        wall_ms = int(started_at * 1000)
         phases = Phases()
         with phases.time("plan"), self.commit_lock:
-            trigger = self.planner.plan(batch_id, latest, self.committer.position)
+            idle = self.idle_clock.due(wall_ms) if self.idle_clock is not None else {}
+            trigger = self.planner.plan(batch_id, latest, self.committer.position, idle)
         if trigger.empty:
             return False
         with phases.time("tasks"):
             outcomes = self.job.run(trigger.plan)
         job_seconds = time.perf_counter() - started
         with self.commit_lock:
-            self._commit(trigger, outcomes, phases, started, started_at, job_seconds)
+            self._commit(trigger, outcomes, phases, started, started_at, job_seconds, wall_ms)
         return True
 
-    def _commit(self, trigger: TriggerPlan, outcomes: list[TaskOutcome], phases: Phases, started: float, started_at: float, job_seconds: float) -> None:
+    def _committed(self, outcomes: list[TaskOutcome], wall_ms: int) -> None:
+        """A sub-topology's batch committed (or had nothing to commit): its tasks' idle reports
+        count now, never before (:mod:`streams._internal.runtime.idle`)."""
+        if self.idle_clock is None:
+            return
+        for o in outcomes:
+            if o.idle_checked:
+                self.idle_clock.committed((o.subtopology, o.partition), wall_ms, processed=o.processed, advanced=o.idle_advanced, next_close_ms=o.next_close_ms)
+
+    def _commit(
+        self, trigger: TriggerPlan, outcomes: list[TaskOutcome], phases: Phases, started: float, started_at: float, job_seconds: float, wall_ms: int
+    ) -> None:
         by_sub: dict[int, list[TaskOutcome]] = defaultdict(list)
         merged_for: dict[int, list[WrittenFile]] = defaultdict(list)
         staged: list[WrittenFile] = []
@@ -136,6 +165,7 @@ class Trigger:
             written = [w for o in mine for w in o.files if w.topic not in self.planner.writer_of] + merged_for.get(sub.id, [])
             sources = {t: (start, self.registry.version(t) if end is None else end) for t, (start, end) in trigger.sources[sub.id].items()}
             if not written and all(start >= end for start, end in sources.values()):
+                self._committed(mine, wall_ms)
                 continue
             try:
                 published = self.committer.commit(sub.id, sources, written)
@@ -145,6 +175,7 @@ class Trigger:
                 log.warning("sub-topology %d batch %d: %s", sub.id, trigger.plan.batch_id, e)
                 self.ticks.tick()
                 break
+            self._committed(mine, wall_ms)
             sub_phases = Phases(phases)
             sub_phases.add(published.phases)
             task_phases = Phases()
@@ -182,6 +213,10 @@ class Trigger:
 
     def close(self) -> None:
         self._cleaner.shutdown(wait=True)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _delete_staged(files: list[tuple[str, str]]) -> None:
