@@ -213,6 +213,8 @@ def config_from(args: argparse.Namespace) -> StreamsConfig:
         "caching": args.caching == "on",
         "max_records_per_batch": args.max_records_per_batch,
     }
+    if getattr(args, "kafka", None):
+        settings.update({"kafka.bootstrap_servers": args.kafka, "kafka.source_topics": [INPUT_TOPIC], "kafka.value_format": "json"})
     for item in args.set or ():
         key, _, value = item.partition("=")
         settings[key] = value
@@ -264,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any setting of conf/defaults.toml")
     run.add_argument("--log-file", default=None, help="where details go (default: <state_dir>/<application_id>/logs/)")
     run.add_argument("--metrics-file", help="append one JSON line per committed micro-batch to this file (for tools: jobs.soak)")
+    run.add_argument("--kafka", metavar="HOST:PORT", help="read pageview-events from this Kafka cluster (everything else stays under --root)")
     _topology_args(run)
 
     results = commands.add_parser("results", help="print the windowed counts as CSV")

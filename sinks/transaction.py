@@ -45,7 +45,8 @@ class DecidedBatch:
     seq: int
     epoch: int
     sources: dict[str, tuple[int, int]]
-    """Per input topic (logical name), the versions ``(start, end]`` the batch consumed."""
+    """Per input topic (logical name), the versions ``(start, end]`` the batch consumed; for a
+    topic in Kafka, offsets per partition ``{partition: next offset}`` instead of versions."""
     tables: dict[str, TablePublication] = field(default_factory=dict)
     """By logical topic name, in publication order."""
     exactly_once: bool = True
@@ -67,8 +68,13 @@ class DecidedBatch:
     @classmethod
     def from_json(cls, raw: dict) -> DecidedBatch:
         tables = {t: TablePublication(p["uri"], tuple(DataFile(**f) for f in p["files"])) for t, p in raw["tables"].items()}
-        sources = {t: (r["start"], r["end"]) for t, r in raw["sources"].items()}
+        sources = {t: (_position(r["start"]), _position(r["end"])) for t, r in raw["sources"].items()}
         return cls(raw["seq"], raw["epoch"], sources, tables, raw.get("guarantee", "exactly_once") == "exactly_once")
+
+
+def _position(raw):
+    """A Delta topic's version, or a Kafka topic's offsets per partition (JSON keys are text)."""
+    return {int(partition): offset for partition, offset in raw.items()} if isinstance(raw, dict) else raw
 
 
 def _entry(actions: list[dict]) -> dict:

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from conf import StreamsConfig
-from conf.errors import DeltaStreamsError, TopicNotFoundError, TopologyError
+from conf.errors import ConfigError, DeltaStreamsError, TopicNotFoundError, TopologyError
 from sinks import Topic, check_expected_types
 from streams._internal.runtime import task_host
 from streams._internal.runtime.checkpoints import fresh_checkpoint
@@ -31,6 +31,7 @@ from streams._internal.runtime.committer import Committer
 from streams._internal.runtime.failures import Failure, explain, root_cause
 from streams._internal.runtime.idle import IdleClock, keeps_time
 from streams._internal.runtime.inputs import InputLog
+from streams._internal.runtime.kafka_sources import KafkaSources
 from streams._internal.runtime.plan import BatchSettings, ShippedTopology
 from streams._internal.runtime.planner import Planner
 from streams._internal.runtime.progress import Progress
@@ -70,7 +71,9 @@ class StreamsApp:
         self.config = config
         self.spark = spark
         self._owns_spark = spark is None
-        self.registry = TopicRegistry(config, topology)
+        self.kafka = KafkaSources(config.kafka, topology) if config.kafka.source_topics else None
+        """Input topics read from Kafka (``kafka.source_topics``)."""
+        self.registry = TopicRegistry(config, topology, self.kafka)
         self.progress = Progress()
         self.committer: Committer | None = None
         self.trigger: Trigger | None = None
@@ -95,7 +98,8 @@ class StreamsApp:
         phases = Phases()
         with phases.time("check"):
             self._check_sources()
-            compiled = {sub.id: compile_subtopology(self.topology, sub) for sub in self.topology.subtopologies}
+            in_kafka = frozenset(self.kafka.topics) if self.kafka is not None else frozenset()
+            compiled = {sub.id: compile_subtopology(self.topology, sub, kafka_topics=in_kafka) for sub in self.topology.subtopologies}
         if self.spark is None:
             with phases.time("session"):
                 self.spark = spark_session(self.config)
@@ -115,9 +119,9 @@ class StreamsApp:
             self.committer.recover(self.topology.subtopologies)  # first: rolling forward publishes
         with phases.time("register"):
             self.registry.register()
-        uris = {t: self.registry.uri(t) for t in self.topology.source_topics}
+        uris = {t: self.registry.uri(t) for t in self.topology.source_topics if self.kafka is None or t not in self.kafka}
         inputs = InputLog(uris, self.config.max_records_per_batch)
-        planner = Planner(self.topology, self.registry, inputs, settings, shipped, {s: c.entry for s, c in compiled.items()})
+        planner = Planner(self.topology, self.registry, inputs, settings, shipped, {s: c.entry for s, c in compiled.items()}, self.kafka)
         consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics}
         job = TriggerJob(self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records)
         self.trigger = Trigger(
@@ -168,10 +172,14 @@ class StreamsApp:
         threading.Thread(target=warm, name="deltastreams-warm-up", daemon=True).start()
 
     def _check_sources(self) -> None:
+        self._check_kafka_topics()
         for node in self.topology.nodes.values():
             if not isinstance(node, SourceNode) or node.internal:
                 continue
             for topic in node.topics:
+                if self.kafka is not None and topic in self.kafka:
+                    self.kafka.partitions(topic)  # it exists (a clear error otherwise)
+                    continue
                 physical = self.registry.physical(topic)
                 if not Topic.exists(self.config.root, physical):
                     raise TopicNotFoundError(
@@ -180,6 +188,22 @@ class StreamsApp:
                     )
                 check_expected_types(topic, Topic.open(self.config.root, physical).layout, node.key_type, node.value_type)
         self._check_copartitioning()
+
+    def _check_kafka_topics(self) -> None:
+        kafka = self.config.kafka
+        external = {t for node in self.topology.nodes.values() if isinstance(node, SourceNode) and not node.internal for t in node.topics}
+        unknown = [t for t in kafka.source_topics if t not in external]
+        if unknown:
+            raise ConfigError(
+                f"kafka.source_topics names {unknown}, which no source of the topology reads (its input topics: {sorted(external)})",
+                setting="kafka.source_topics",
+            )
+        global_topics = {t for sub in self.topology.subtopologies for t in sub.global_topics}
+        if self.kafka is not None and global_topics & set(self.kafka.topics):
+            raise ConfigError(
+                f"global tables cannot be read from Kafka yet ({sorted(global_topics & set(self.kafka.topics))}): keep them in Delta topics",
+                setting="kafka.source_topics",
+            )
 
     def _check_copartitioning(self) -> None:
         """A join reads its stream and its table partition by partition (a cogroup its input
@@ -319,11 +343,16 @@ class StreamsApp:
         repartition topic up to where its upstream wrote it."""
         for sub in self.topology.subtopologies:
             for topic in sub.source_topics:
+                position = self.committer.position(sub.id, topic)
+                if self.kafka is not None and topic in self.kafka:
+                    if self.kafka.has_new(topic, targets[topic], position):
+                        return False
+                    continue
                 if topic in self.topology.internal_topics:
                     target = self.registry.version(topic)
                 else:
                     target = targets.get(topic, -1)
-                if self.committer.position(sub.id, topic) < target:
+                if position < target:
                     return False
         return True
 
@@ -332,7 +361,10 @@ class StreamsApp:
         if self.trigger is None:
             self.start()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        targets = {t: Topic.open(self.config.root, self.registry.physical(t)).version() for t in self.topology.source_topics}
+        targets = {
+            t: self.kafka.latest(t) if self.kafka is not None and t in self.kafka else Topic.open(self.config.root, self.registry.physical(t)).version()
+            for t in self.topology.source_topics
+        }
         try:
             while True:
                 self._check_query()

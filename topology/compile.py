@@ -50,16 +50,17 @@ def for_executors(topology: Topology) -> Topology:
     return Topology(nodes, dict(topology.parents))
 
 
-def compile_subtopology(topology: Topology, sub: SubTopology) -> CompiledSubtopology:
+def compile_subtopology(topology: Topology, sub: SubTopology, *, kafka_topics: frozenset[str] = frozenset()) -> CompiledSubtopology:
     """Which steps run as Catalyst: the Column steps right after the source of a sub-topology that
-    reads one topic from outside the application (records enter Spark only there)."""
+    reads one topic from outside the application (records enter Spark only there). Records of a
+    topic in Kafka (``kafka_topics``) are read by the tasks themselves, never by Spark."""
     sources = [n for n in sub.nodes if isinstance(topology.nodes[n], SourceNode)]
     topics = tuple(t for n in sources for t in topology.nodes[n].topics)
     steps: list[str] = []
     current = sources[0]
     external = (
         len(sources) == 1 and len(topics) == 1 and topics[0] not in topology.internal_topics and not sub.global_topics
-        and topology.nodes[sources[0]].timestamp_extractor is None
+        and topology.nodes[sources[0]].timestamp_extractor is None and topics[0] not in kafka_topics
     )
     while external and len(topology.children[current]) == 1:
         child = topology.children[current][0]
@@ -72,11 +73,14 @@ def compile_subtopology(topology: Topology, sub: SubTopology) -> CompiledSubtopo
     for name in sub.nodes:
         function = topology.nodes[name].function
         if name not in steps and function is not None and function.is_column:
-            where = (
-                "after steps that are not: Column steps must come first in a sub-topology"
-                if external
-                else "in a sub-topology that reads a repartition topic or several topics: Column steps run only right after "
-                "the source of a sub-topology reading one input topic"
-            )
+            if external:
+                where = "after steps that are not: Column steps must come first in a sub-topology"
+            elif any(t in kafka_topics for t in topics):
+                where = "on a topic read from Kafka: Column steps run only over Delta topics, which Spark reads"
+            else:
+                where = (
+                    "in a sub-topology that reads a repartition topic or several topics: Column steps run only right after "
+                    "the source of a sub-topology reading one input topic"
+                )
             raise TopologyError(f"{name} uses a Spark Column expression {where} (or use pyarrow expressions, which run anywhere)", node=name)
     return CompiledSubtopology(sub, topics, tuple(steps))

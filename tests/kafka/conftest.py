@@ -24,6 +24,17 @@ def broker():
 
 
 @pytest.fixture
+def fresh_broker():
+    """A broker of its own, for a test whose topic names are fixed (the pageview job's)."""
+    try:
+        started = KafkaBroker.start()
+    except BrokerUnavailable as e:
+        pytest.skip(f"no Kafka broker here: {e}")
+    yield started
+    started.stop()
+
+
+@pytest.fixture
 def topic_name():
     """A fresh topic name per test (the broker is shared by the session)."""
     return f"t{next(_names)}"

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 
 from deltalake import DeltaTable
 
 from sinks import DataFile, files_added, latest_version
+from streams._internal.runtime.kafka_sources import KafkaSources
 
 log = logging.getLogger("deltastreams")
 
@@ -64,6 +66,7 @@ class InputWatcher(threading.Thread):
         interval_s: float,
         *,
         due: Callable[[], bool] | None = None,
+        kafka: KafkaSources | None = None,
     ) -> None:
         super().__init__(name="deltastreams-input-watcher", daemon=True)
         self.uris = dict(uris)
@@ -71,20 +74,33 @@ class InputWatcher(threading.Thread):
         self.on_input = on_input
         self.interval_s = interval_s
         self.due = due
-        self._latest = {t: DeltaTable(uri).version() for t, uri in self.uris.items()}
+        self.kafka = kafka
+        self._latest: dict = {t: DeltaTable(uri).version() for t, uri in self.uris.items()}
+        if kafka is not None:
+            self._latest.update({t: kafka.latest(t) for t in kafka.topics})
+        self._kafka_polled = time.monotonic()
         self._stopping = threading.Event()
 
-    def latest(self) -> dict[str, int]:
+    def latest(self) -> dict:
+        """Per input topic, its latest version (a Kafka topic: the end offset per partition)."""
         return dict(self._latest)
 
     def pending(self) -> bool:
-        return any(version > self.consumed(t) for t, version in self._latest.items())
+        for topic, latest in self._latest.items():
+            consumed = self.consumed(topic)
+            if self.kafka.has_new(topic, latest, consumed) if isinstance(latest, dict) else latest > consumed:
+                return True
+        return False
 
     def run(self) -> None:
         while not self._stopping.wait(self.interval_s):
             try:
                 for topic, uri in self.uris.items():
                     self._latest[topic] = latest_version(uri, self._latest[topic])
+                if self.kafka is not None and time.monotonic() - self._kafka_polled >= self.kafka.config.poll_interval_ms / 1000:
+                    self._kafka_polled = time.monotonic()
+                    for topic in self.kafka.topics:
+                        self._latest[topic] = self.kafka.latest(topic)
             except Exception:  # noqa: BLE001 - a transient read error: try again next round
                 log.debug("watching the input topics failed", exc_info=True)
                 continue

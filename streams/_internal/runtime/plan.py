@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 import pyarrow as pa
 
 from sinks import DataFile, TopicLayout
+from sinks.kafka import KafkaTopic
 from sinks.serde import HEADERS
 from state import ChangelogPosition
 from topology.graph import Topology
@@ -79,10 +80,22 @@ class InputFiles:
 
 
 @dataclass(frozen=True)
+class KafkaRead:
+    """Records of one Kafka topic partition that a task reads: offsets ``[start, end)``."""
+
+    topic: str
+    source: KafkaTopic
+    partition: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
 class TaskPlan:
     subtopology: int
     partition: int
     inputs: tuple[InputFiles, ...] = ()
+    kafka_inputs: tuple[KafkaRead, ...] = ()
     fresh: tuple[str, ...] = ()
     """Repartition topics whose staged files for this partition come from the upstream stage."""
     changelogs: Mapping[str, ChangelogPosition] = field(default_factory=dict)

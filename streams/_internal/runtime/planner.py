@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from sinks import DataFile, files_added
 from state import ChangelogPosition
 from streams._internal.runtime.inputs import InputLog
-from streams._internal.runtime.plan import BatchPlan, BatchSettings, InputFiles, ShippedTopology, SubtopologyPlan, TaskPlan
+from streams._internal.runtime.kafka_sources import KafkaSources, moved
+from streams._internal.runtime.plan import BatchPlan, BatchSettings, InputFiles, KafkaRead, ShippedTopology, SubtopologyPlan, TaskPlan
 from streams._internal.runtime.registry import TopicRegistry
 from topology.graph import SubTopology, Topology
 
@@ -43,8 +44,11 @@ class Planner:
         settings: BatchSettings,
         shipped: ShippedTopology,
         entries: Mapping[int, str | None],
+        kafka: KafkaSources | None = None,
     ) -> None:
         self.topology = topology
+        self.kafka = kafka
+        """The input topics that live in Kafka (positions are offsets per partition)."""
         self.inputs = inputs
         self.registry = registry
         self.settings = settings
@@ -74,10 +78,17 @@ class Planner:
         subs_by_level = sorted(self.topology.subtopologies, key=lambda s: (self.levels[s.id], s.id))
         inputs: dict[int, dict[str, list[DataFile]]] = {}
         for sub in subs_by_level:
-            sources: dict[str, tuple[int, int | None]] = {}
+            sources: dict[str, tuple] = {}
             files: dict[str, list[DataFile]] = {}
             for topic in sub.source_topics:
                 start = positions(sub.id, topic)
+                if self.kafka is not None and topic in self.kafka:  # offsets per partition
+                    if topic in latest:
+                        start = self.kafka.start(topic, start, self.kafka.bounds(topic))
+                        end = self.kafka.end(start, latest[topic], self.inputs.max_records)
+                        if moved(start, end):
+                            sources[topic] = (start, end)
+                    continue
                 if topic in sub.global_topics:  # a global table: everything, before the streams
                     end = latest.get(topic, start)
                     added = files_added(self.registry.uri(topic), start, end) if end > start else []
@@ -110,6 +121,7 @@ class Planner:
     ) -> SubtopologyPlan:
         registry = self.registry
         fresh = tuple(t for t, (_, end) in sources.items() if end is None)
+        kafka = {t: r for t, r in sources.items() if self.kafka is not None and t in self.kafka}
         changelogs = {store: registry.changelog_topic(store) for store in sub.stores}
         tasks = []
         for partition in range(registry.tasks(sub)):
@@ -129,7 +141,12 @@ class Planner:
                 )
                 for store, topic in changelogs.items()
             }
-            tasks.append(TaskPlan(sub.id, partition, task_inputs, fresh, positions, idle_advance_ms=idle.get((sub.id, partition))))
+            kafka_inputs = tuple(
+                KafkaRead(topic, self.kafka.topics[topic], partition, start[partition], end[partition])
+                for topic, (start, end) in kafka.items()
+                if end.get(partition, 0) > start.get(partition, 0)
+            )
+            tasks.append(TaskPlan(sub.id, partition, task_inputs, kafka_inputs, fresh, positions, idle_advance_ms=idle.get((sub.id, partition))))
         return SubtopologyPlan(
             id=sub.id,
             tasks=tuple(tasks),

@@ -22,6 +22,7 @@ from conf.errors import CommitError, TopicNotFoundError
 from sinks import DataFile, Topic, TopicLayout, create_topic_with_layout, end_offsets, topic_uri
 from sinks.retention import changelog_watermarks
 from streams._internal.processing.task import DEAD_LETTER_VALUE
+from streams._internal.runtime.kafka_sources import KafkaSources
 from streams._internal.runtime.plan import TopicTarget
 from topology.graph import SubTopology, Topology
 from topology.nodes import SinkNode
@@ -48,10 +49,12 @@ class _Entry:
 
 
 class TopicRegistry:
-    def __init__(self, config: StreamsConfig, topology: Topology) -> None:
+    def __init__(self, config: StreamsConfig, topology: Topology, kafka: KafkaSources | None = None) -> None:
         self.config = config
         self.topology = topology
         self.root = config.root
+        self.kafka = kafka
+        """Input topics that live in Kafka: only their partition counts are kept here."""
         self._entries: dict[str, _Entry] = {}
         self.changelog_topics: set[str] = set()
 
@@ -65,6 +68,8 @@ class TopicRegistry:
     def partitions(self, logical: str) -> int:
         if logical in self._entries:
             return self._entries[logical].partitions
+        if self.kafka is not None and logical in self.kafka:
+            return self.kafka.partitions(logical)
         if logical in self.topology.internal_topics:
             if self.config.num_partitions:
                 return self.config.num_partitions
@@ -93,7 +98,8 @@ class TopicRegistry:
         """Every topic the application reads or writes, loaded in parallel: input topics (they
         must exist), sinks and repartition topics (created on first write, when their types are
         known), changelogs and the dead-letter topic (created now)."""
-        jobs: list[tuple] = [(t, self.partitions(t), "key", "value", None) for t in self.topology.source_topics]
+        in_kafka = self.kafka.topics if self.kafka is not None else {}
+        jobs: list[tuple] = [(t, self.partitions(t), "key", "value", None) for t in self.topology.source_topics if t not in in_kafka]
         for sub in self.topology.subtopologies:
             for name in sub.nodes:
                 node = self.topology.nodes[name]

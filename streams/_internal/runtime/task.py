@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from sinks import DataFile, Topic
+from sinks.kafka import read_range
 from state import StoreCorruptedError, TaskStores
 from streams._internal.processing.task import TaskProcessor
 from streams._internal.runtime.collector import RecordCollector, collect
@@ -127,5 +128,7 @@ def _read_inputs(task: TaskPlan) -> dict[str, pa.Table]:
     for source in task.inputs:
         if source.files:
             inputs[source.topic] = Topic(source.topic, source.uri, source.layout).read_files(list(source.files))
+    for read in task.kafka_inputs:
+        inputs[read.topic] = read_range(read.source, read.partition, read.start, read.end)
     return inputs
 

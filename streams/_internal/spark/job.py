@@ -104,7 +104,7 @@ def _all_tasks(plan: BatchPlan, consumers, seeded, idle_timeout_s: float, items)
 
 def _has_work(task: TaskPlan) -> bool:
     """Input files to read, or an idle advance to make (idle close)."""
-    return bool(task.inputs) or task.idle_advance_ms is not None
+    return bool(task.inputs) or bool(task.kafka_inputs) or task.idle_advance_ms is not None
 
 
 def _idle_task(plan: BatchPlan, idle_timeout_s: float, task: TaskPlan) -> str:
@@ -199,7 +199,8 @@ class TriggerJob:
 
 
 def _input_records(subs) -> int:
-    return sum(max(f.num_records, 0) for sub in subs for task in sub.tasks for source in task.inputs for f in source.files)
+    delta = sum(max(f.num_records, 0) for sub in subs for task in sub.tasks for source in task.inputs for f in source.files)
+    return delta + sum(read.end - read.start for sub in subs for task in sub.tasks for read in task.kafka_inputs)
 
 
 def _without_records_mode(plan: BatchPlan, compiled: Mapping[int, CompiledSubtopology]) -> BatchPlan:

@@ -23,6 +23,7 @@ from sinks import delete_file
 from streams._internal.runtime.committer import Committer
 from streams._internal.runtime.idle import IdleClock
 from streams._internal.runtime.inputs import InputWatcher
+from streams._internal.runtime.kafka_sources import least, moved
 from streams._internal.runtime.plan import TaskOutcome, WrittenFile
 from streams._internal.runtime.planner import Planner, TriggerPlan
 from streams._internal.runtime.progress import Progress
@@ -99,7 +100,7 @@ class Trigger:
         # Not while a trigger runs: its due tasks stay due until it commits, and ticks meanwhile
         # would only queue an empty trigger behind it.
         due = (lambda: not self.in_batch.locked() and idle_clock.any_due(_now_ms())) if idle_clock is not None else None
-        self.watcher = InputWatcher(planner.inputs.uris, self.consumed, self.ticks.tick, poll_interval_s, due=due)
+        self.watcher = InputWatcher(planner.inputs.uris, self.consumed, self.ticks.tick, poll_interval_s, due=due, kafka=planner.kafka)
         self.stopping = False
         self.last_batch_id = -1
         self.history: deque[BatchMetrics] = deque(maxlen=HISTORY)
@@ -164,7 +165,7 @@ class Trigger:
             mine = by_sub.get(sub.id, [])
             written = [w for o in mine for w in o.files if w.topic not in self.planner.writer_of] + merged_for.get(sub.id, [])
             sources = {t: (start, self.registry.version(t) if end is None else end) for t, (start, end) in trigger.sources[sub.id].items()}
-            if not written and all(start >= end for start, end in sources.values()):
+            if not written and not any(moved(start, end) for start, end in sources.values()):
                 self._committed(mine, wall_ms)
                 continue
             try:
@@ -207,9 +208,13 @@ class Trigger:
     def _consumed_inputs(self) -> dict[str, int]:
         return {t: self.consumed(t) for t in self.planner.inputs.uris}
 
-    def consumed(self, topic: str) -> int:
-        """Version of an input topic every sub-topology reading it has consumed."""
-        return min(self.committer.position(s.id, topic) for s in self.planner.topology.subtopologies if topic in s.source_topics)
+    def consumed(self, topic: str):
+        """Version of an input topic every sub-topology reading it has consumed (a Kafka topic:
+        offsets per partition)."""
+        positions = [self.committer.position(s.id, topic) for s in self.planner.topology.subtopologies if topic in s.source_topics]
+        if self.planner.kafka is not None and topic in self.planner.kafka:
+            return least(positions)
+        return min(positions)
 
     def close(self) -> None:
         self._cleaner.shutdown(wait=True)
