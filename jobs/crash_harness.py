@@ -4,6 +4,7 @@
     python -m jobs.crash_harness --root /tmp/harness-ret --trials 200 --retention on
     python -m jobs.crash_harness --root /tmp/harness-alos --trials 20 --guarantee at_least_once
     python -m jobs.crash_harness --root /tmp/harness-corrupt --trials 50 --corrupt
+    python -m jobs.crash_harness --root /tmp/harness-kafka --trials 30 --kafka
 
 Each trial starts ``python -m jobs.pageview run --until-caught-up`` as its own process group and
 kills it with SIGKILL: either the driver kills itself at a named point of the commit protocol or
@@ -18,11 +19,15 @@ can read every record ever committed; ``off`` turns retention off. While the job
 harness archives every commit file before log retention can delete it
 (:mod:`jobs.harness_log_archive`). ``--corrupt`` also damages local stores and checkpoints between
 trials (:mod:`jobs.harness_damage`): the job must heal them and nothing may change in its outputs.
+``--kafka`` starts a Kafka-protocol broker (:mod:`jobs.kafka_broker`) and runs the job on its
+events read from Kafka (``run --kafka``); the same events also go to the Delta topic under the
+root, untouched by the job, where the checks read the input.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -36,7 +41,8 @@ from pathlib import Path
 from jobs.harness_checks import GRACE_MS, WINDOW_MS, Report, check
 from jobs.harness_log_archive import LogArchiver
 from jobs.harness_damage import corrupt_local_state, stores_moved_aside
-from jobs.pageview import APPLICATION_ID, generate
+from jobs.kafka_broker import KafkaBroker
+from jobs.pageview import APPLICATION_ID, generate, generate_to_kafka
 from streams.runtime import CRASH_POINTS as POINTS
 
 EVENTS_PER_SECOND = 300
@@ -62,13 +68,19 @@ RETENTION_SETTINGS = {
 """Retention every second or so (every few batches at the harness's 100 ms commit interval)."""
 
 
-def append_events(root: str, events: int, *, seed: int, appends: int) -> None:
-    """Out-of-order pageviews (10% up to 20 s late), at the harness's event-time rate."""
-    generate(root, events, seed=seed, late_fraction=0.1, max_lateness_ms=20_000, batches=appends, events_per_second=EVENTS_PER_SECOND)
+def append_events(root: str, events: int, *, seed: int, appends: int, kafka: str | None = None) -> None:
+    """Out-of-order pageviews (10% up to 20 s late), at the harness's event-time rate; with
+    ``kafka``, the same events to the Kafka topic too, append by append."""
+    per_append = -(-events // max(appends, 1))
+    for start in range(0, events, per_append):
+        n = min(per_append, events - start)
+        generate(root, n, seed=seed, late_fraction=0.1, max_lateness_ms=20_000, events_per_second=EVENTS_PER_SECOND)
+        if kafka:
+            generate_to_kafka(kafka, n, seed=seed, late_fraction=0.1, max_lateness_ms=20_000, events_per_second=EVENTS_PER_SECOND)
 
 
 def job_command(
-    root: str, guarantee: str, emit: str, max_records: int, commit_interval_ms: int = 100, *, retention: str = "off"
+    root: str, guarantee: str, emit: str, max_records: int, commit_interval_ms: int = 100, *, retention: str = "off", kafka: str | None = None
 ) -> list[str]:
     command = [
         sys.executable, "-m", "jobs.pageview", "run", "--root", root, "--until-caught-up",
@@ -78,6 +90,8 @@ def job_command(
     settings = RETENTION_SETTINGS if retention == "on" else {"enabled": "false"}
     for key, value in settings.items():
         command += ["--set", f"retention.{key}={value}"]
+    if kafka:
+        command += ["--kafka", kafka]
     return command
 
 
@@ -118,12 +132,13 @@ def run_trials(
     append_per_trial: int = 0,
     retention: str = "off",
     corrupt: bool = False,
+    kafka: str | None = None,
 ) -> Report:
     """``append_per_trial`` new events arrive before every trial, so each trial has work to be
     killed in, however many trials there are. ``corrupt``: damage local state between trials."""
     rng = random.Random(seed)
     report = Report(guarantee, emit, retention)
-    command = job_command(root, guarantee, emit, max_records, retention=retention)
+    command = job_command(root, guarantee, emit, max_records, retention=retention, kafka=kafka)
     # at_least_once has no decision point: it publishes, then records its progress.
     points = POINTS if guarantee == "exactly_once" else tuple(p for p in POINTS if p != "after_commit")
     if retention != "on":
@@ -137,7 +152,7 @@ def run_trials(
         else:
             crash, delay, label = None, rng.uniform(10.0, 45.0), "random"  # start-up takes ~20 s
         if append_per_trial and trial:
-            append_events(root, append_per_trial, seed=seed + trial, appends=1)
+            append_events(root, append_per_trial, seed=seed + trial, appends=1, kafka=kafka)
         if corrupt and trial:
             for what in corrupt_local_state(Path(root) / "state" / APPLICATION_ID, rng):
                 report.corruptions[what] += 1
@@ -171,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retention", choices=("on", "off"), default="off", help="run the job with aggressive retention settings")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--corrupt", action="store_true", help="damage local stores and checkpoints between trials")
+    parser.add_argument("--kafka", action="store_true", help="read the input from a Kafka-protocol broker the harness starts")
     parser.add_argument("--log", default=None, help="file for the job's output (default: <root>/harness.log)")
     args = parser.parse_args(argv)
     root = str(Path(args.root).absolute())
@@ -178,7 +194,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {root} already holds topics; give a fresh directory", file=sys.stderr)
         return 2
     started = time.monotonic()
-    append_events(root, args.events, seed=args.seed, appends=args.appends)
+    with contextlib.ExitStack() as stack:
+        kafka = stack.enter_context(KafkaBroker.start()).bootstrap_servers if args.kafka else None
+        report = _harness(root, args, kafka)
+    report.seconds = time.monotonic() - started
+    print(report.summary())
+    result = asdict(report)
+    result["kills"] = dict(report.kills)
+    result["corruptions"] = dict(report.corruptions)
+    (Path(root) / "harness-report.json").write_text(json.dumps(result, indent=2))
+    return 1 if (report.violations and args.guarantee == "exactly_once") else 0
+
+
+def _harness(root: str, args: argparse.Namespace, kafka: str | None) -> Report:
+    append_events(root, args.events, seed=args.seed, appends=args.appends, kafka=kafka)
     with open(args.log or Path(root) / "harness.log", "a") as log:
         report = run_trials(
             root,
@@ -191,15 +220,10 @@ def main(argv: list[str] | None = None) -> int:
             append_per_trial=args.append_per_trial,
             retention=args.retention,
             corrupt=args.corrupt,
+            kafka=kafka,
         )
     check(root, report)
-    report.seconds = time.monotonic() - started
-    print(report.summary())
-    result = asdict(report)
-    result["kills"] = dict(report.kills)
-    result["corruptions"] = dict(report.corruptions)
-    (Path(root) / "harness-report.json").write_text(json.dumps(result, indent=2))
-    return 1 if (report.violations and args.guarantee == "exactly_once") else 0
+    return report
 
 
 if __name__ == "__main__":
