@@ -215,6 +215,10 @@ def config_from(args: argparse.Namespace) -> StreamsConfig:
     }
     if getattr(args, "kafka", None):
         settings.update({"kafka.bootstrap_servers": args.kafka, "kafka.source_topics": [INPUT_TOPIC], "kafka.value_format": "json"})
+    if getattr(args, "output_kafka", None):
+        if args.kafka and args.kafka != args.output_kafka:
+            raise SystemExit("error: --kafka and --output-kafka name different clusters; one application talks to one Kafka cluster")
+        settings.update({"kafka.bootstrap_servers": args.output_kafka, "kafka.sink_topics": [OUTPUT_TOPIC], "kafka.value_format": "json"})
     for item in args.set or ():
         key, _, value = item.partition("=")
         settings[key] = value
@@ -267,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--log-file", default=None, help="where details go (default: <state_dir>/<application_id>/logs/)")
     run.add_argument("--metrics-file", help="append one JSON line per committed micro-batch to this file (for tools: jobs.soak)")
     run.add_argument("--kafka", metavar="HOST:PORT", help="read pageview-events from this Kafka cluster (everything else stays under --root)")
+    run.add_argument("--output-kafka", metavar="HOST:PORT", help="also publish the counts to the Kafka topic pageview-counts there, exactly once")
     _topology_args(run)
 
     results = commands.add_parser("results", help="print the windowed counts as CSV")

@@ -12,6 +12,7 @@ batches already reached Kafka, so recovery publishes exactly the missing ones.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ from sinks.partitioner import partitions_for
 from sinks.serde import HEADERS
 
 NO_BATCH = -1
+_START = struct.Struct(">q")
 
 
 class FencedError(TopicError):
@@ -105,6 +107,8 @@ class KafkaPublisher:
         else:
             targets = partitions_for(table.column("key"), partitions)
         keys = encode(table.column("key").to_pylist(), topic.key_format)
+        if "window_start" in table.column_names:  # Kafka's TimeWindowedSerializer: key, then the window start
+            keys = [None if k is None else k + _START.pack(s) for k, s in zip(keys, table.column("window_start").to_pylist(), strict=True)]
         values = encode(table.column("value").to_pylist(), topic.value_format)
         stamps = table.column("timestamp").to_pylist()
         headers = table.column(HEADERS).to_pylist() if HEADERS in table.column_names else [None] * len(keys)

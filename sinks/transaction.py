@@ -88,10 +88,16 @@ def decided_batches(uri: str) -> list[DecidedBatch]:
     for checks and tools; the protocol itself reads :meth:`TransactionLog.last_decided`)."""
     batches = []
     for version in range(1, DeltaTable(uri).version() + 1):
-        entry = _entry(read_commit(uri, version) or [])
-        if entry.get("kind") == "commit":
-            batches.append(DecidedBatch.from_json(entry))
+        batch = decided_entry(read_commit(uri, version) or [])
+        if batch is not None:
+            batches.append(batch)
     return batches
+
+
+def decided_entry(actions: list[dict]) -> DecidedBatch | None:
+    """The batch one transaction-log commit decided, if it decided one."""
+    entry = _entry(actions)
+    return DecidedBatch.from_json(entry) if entry.get("kind") == "commit" else None
 
 
 class TransactionLog:

@@ -31,6 +31,7 @@ from streams._internal.runtime.committer import Committer
 from streams._internal.runtime.failures import Failure, explain, root_cause
 from streams._internal.runtime.idle import IdleClock, keeps_time
 from streams._internal.runtime.inputs import InputLog
+from streams._internal.runtime.kafka_sink import KafkaMirror
 from streams._internal.runtime.kafka_sources import KafkaSources
 from streams._internal.runtime.plan import BatchSettings, ShippedTopology
 from streams._internal.runtime.planner import Planner
@@ -80,6 +81,7 @@ class StreamsApp:
         self.query = None
         self.checkpoint: str | None = None
         self.retention: Retention | None = None
+        self.kafka_mirror: KafkaMirror | None = None
         self._listener = None
         self._checkpoint_restarts = 0
         self.log_file: str | None = None
@@ -119,13 +121,18 @@ class StreamsApp:
             self.committer.recover(self.topology.subtopologies)  # first: rolling forward publishes
         with phases.time("register"):
             self.registry.register()
+        self.kafka_mirror = KafkaMirror(self.config, self.topology, self.registry) if self.config.kafka.sink_topics else None
+        if self.kafka_mirror is not None:
+            with phases.time("kafka"):
+                self.kafka_mirror.start(self.committer.log_uri)
         uris = {t: self.registry.uri(t) for t in self.topology.source_topics if self.kafka is None or t not in self.kafka}
         inputs = InputLog(uris, self.config.max_records_per_batch)
         planner = Planner(self.topology, self.registry, inputs, settings, shipped, {s: c.entry for s, c in compiled.items()}, self.kafka)
         consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics}
         job = TriggerJob(self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records)
         self.trigger = Trigger(
-            planner, job, self.committer, self.registry, self.progress, poll_interval_s=self._poll_interval_s, idle_clock=self._idle_clock()
+            planner, job, self.committer, self.registry, self.progress, poll_interval_s=self._poll_interval_s, idle_clock=self._idle_clock(),
+            kafka_mirror=self.kafka_mirror,
         )
         if self.config.retention.enabled:
             self.retention = Retention(self.config.retention, self.topology, self.registry, self.committer, self.trigger.commit_lock)
@@ -198,6 +205,13 @@ class StreamsApp:
                 f"kafka.source_topics names {unknown}, which no source of the topology reads (its input topics: {sorted(external)})",
                 setting="kafka.source_topics",
             )
+        sinks = {t for sub in self.topology.subtopologies for t in sub.sink_topics} - set(self.topology.internal_topics)
+        unknown_sinks = [t for t in kafka.sink_topics if t not in sinks]
+        if unknown_sinks:
+            raise ConfigError(
+                f"kafka.sink_topics names {unknown_sinks}, which the topology does not write (its output topics: {sorted(sinks)})",
+                setting="kafka.sink_topics",
+            )
         global_topics = {t for sub in self.topology.subtopologies for t in sub.global_topics}
         if self.kafka is not None and global_topics & set(self.kafka.topics):
             raise ConfigError(
@@ -267,6 +281,8 @@ class StreamsApp:
             self.trigger.ticks.close()
             self.trigger.close()
             self._stop_hosts()
+        if self.kafka_mirror is not None:
+            self.kafka_mirror.close()
         self.progress.finish()
 
     def close_spark(self) -> None:

@@ -17,6 +17,9 @@ COMMIT_POINTS = ("after_data_files", "after_consolidate", "after_commit", "durin
 POINTS = COMMIT_POINTS + RETENTION_POINTS
 """The commit protocol's points (docs/exactly-once.md), then those inside retention steps
 (docs/retention.md)."""
+KAFKA_SINK_POINTS = ("before_kafka_publish",)
+"""With topics mirrored to Kafka: after a batch is decided and published under the root, before
+its Kafka transaction (reached only then, so not in :data:`POINTS`)."""
 _reached: Counter[str] = Counter()
 
 
@@ -24,8 +27,8 @@ def _armed() -> dict[str, int]:
     armed = {}
     for item in filter(None, os.environ.get("DELTASTREAMS_CRASH_AT", "").split(",")):
         point, _, nth = item.partition("@")
-        if point not in POINTS:
-            raise ValueError(f"unknown crash point {point!r}; known points: {', '.join(POINTS)}")
+        if point not in POINTS + KAFKA_SINK_POINTS:
+            raise ValueError(f"unknown crash point {point!r}; known points: {', '.join(POINTS + KAFKA_SINK_POINTS)}")
         armed[point] = int(nth or 1)
     return armed
 

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from conf.errors import BatchTimedOutError
 from sinks import delete_file
 from streams._internal.runtime.committer import Committer
+from streams._internal.runtime.crashpoints import crash_point
 from streams._internal.runtime.idle import IdleClock
 from streams._internal.runtime.inputs import InputWatcher
+from streams._internal.runtime.kafka_sink import KafkaMirror
 from streams._internal.runtime.kafka_sources import least, moved
 from streams._internal.runtime.plan import TaskOutcome, WrittenFile
 from streams._internal.runtime.planner import Planner, TriggerPlan
@@ -86,8 +88,11 @@ class Trigger:
         *,
         poll_interval_s: float,
         idle_clock: IdleClock | None = None,
+        kafka_mirror: KafkaMirror | None = None,
     ) -> None:
         self.planner = planner
+        self.kafka_mirror = kafka_mirror
+        """Sink topics also published to Kafka, after each decided batch (None: none)."""
         self.job = job
         self.committer = committer
         self.registry = registry
@@ -170,6 +175,9 @@ class Trigger:
                 continue
             try:
                 published = self.committer.commit(sub.id, sources, written)
+                if self.kafka_mirror is not None:
+                    crash_point("before_kafka_publish")
+                    self.kafka_mirror.publish(sub.id, self.committer.last[sub.id])
             except BatchTimedOutError as e:
                 # This sub-topology and every later one (they read its uncommitted output) start
                 # over from their committed positions, as after a crash; their files are orphans.
