@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from conf.errors import TopicError
 from conf.kafka import KafkaConfig
 from sinks.kafka import KafkaTopic, OffsetOutOfRangeError, partition_count, watermarks
 from topology.graph import Topology
@@ -70,6 +71,13 @@ class KafkaSources:
         """Where a batch starts reading: the committed position, or the configured starting
         offsets for partitions never read; offsets gone from Kafka fail or reset, as configured."""
         committed = position if isinstance(position, dict) else {}
+        if committed and set(committed) != set(bounds):
+            raise TopicError(
+                f"Kafka topic '{topic}' has {len(bounds)} partitions, but this application read it with {len(committed)}: a key's "
+                "records (and its state) would move to another task. Recreate the application (new application_id) for the new "
+                "partition count, or restore the topic's",
+                topic=topic,
+            )
         start: Offsets = {}
         for partition, (low, high) in bounds.items():
             offset = committed.get(partition)
