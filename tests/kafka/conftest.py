@@ -13,8 +13,7 @@ from jobs.kafka_broker import BrokerUnavailable, KafkaBroker
 _names = itertools.count()
 
 
-@pytest.fixture(scope="session")
-def broker():
+def _running_broker():
     try:
         started = KafkaBroker.start()
     except BrokerUnavailable as e:
@@ -23,15 +22,9 @@ def broker():
     started.stop()
 
 
-@pytest.fixture
-def fresh_broker():
-    """A broker of its own, for a test whose topic names are fixed (the pageview job's)."""
-    try:
-        started = KafkaBroker.start()
-    except BrokerUnavailable as e:
-        pytest.skip(f"no Kafka broker here: {e}")
-    yield started
-    started.stop()
+broker = pytest.fixture(scope="session", name="broker")(_running_broker)
+fresh_broker = pytest.fixture(name="fresh_broker")(_running_broker)
+"""A broker of its own, for a test whose topic names are fixed (the pageview job's)."""
 
 
 @pytest.fixture

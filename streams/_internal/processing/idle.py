@@ -27,6 +27,7 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
+from state.session_store import NO_TIME
 from streams._internal.processing.operator import IDLE_BLOCKED, Operator
 
 _KEY_TYPE_KEY = b"\xff\xffkey-type"
@@ -55,3 +56,20 @@ def remember_key_type(store, key_type: pa.DataType) -> None:
 def remembered_key_type(store) -> pa.DataType | None:
     raw = store.get(_KEY_TYPE_KEY)
     return None if raw is None else pa.ipc.read_schema(pa.py_buffer(raw)).field("key").type
+
+
+def advance_windows_store(store, by_ms: int, context, emit_final: bool) -> pa.DataType | None:
+    """The common start of a session or sliding aggregation's idle advance over its
+    :class:`~state.session_store.SessionStore`: stream time moves on by ``by_ms`` (if it has one).
+    Returns the keys' type when final results are due to be emitted (the store's batch stays
+    open for that); None when there is nothing more to do (the batch is ended)."""
+    store.begin_batch()
+    if store.stream_time == NO_TIME:
+        return None
+    store.stream_time += by_ms
+    context.advanced_to(store.stream_time)
+    key_type = remembered_key_type(store.store)
+    if not emit_final or key_type is None:  # (unknown: next_close_ms blocks idle runs while windows are open)
+        store.end_batch()
+        return None
+    return key_type

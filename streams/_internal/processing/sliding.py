@@ -30,7 +30,7 @@ from sinks.serde import key_bytes, key_from_bytes
 from state.session_store import NO_TIME, SessionStore
 from streams._internal.processing.aggregate import aggregatable, fold_functions, record_aggregators
 from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array
-from streams._internal.processing.idle import remember_key_type, remembered_key_type
+from streams._internal.processing.idle import advance_windows_store, remember_key_type, remembered_key_type
 from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
 from topology.nodes import AggregationKind, SlidingAggregateNode
 from topology.records import KEY
@@ -253,14 +253,8 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
         closes go out, as after a record at the new stream time."""
         out = self.process(flow, context)
         store = self.store
-        store.begin_batch()
-        if store.stream_time == NO_TIME:
-            return out
-        store.stream_time += by_ms
-        context.advanced_to(store.stream_time)
-        key_type = remembered_key_type(store.store)
-        if not self.node.emit_final or key_type is None:
-            store.end_batch()
+        key_type = advance_windows_store(store, by_ms, context, self.node.emit_final)
+        if key_type is None:
             return out
         raw_last = store.store.get(_LAST_EMIT_KEY)
         self._last_emit = None if raw_last is None else _LONG.unpack(raw_last)[0]
