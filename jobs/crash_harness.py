@@ -137,7 +137,7 @@ def run_trials(
     """``append_per_trial`` new events arrive before every trial, so each trial has work to be
     killed in, however many trials there are. ``corrupt``: damage local state between trials."""
     rng = random.Random(seed)
-    report = Report(guarantee, emit, retention)
+    report = Report(guarantee, emit, retention, source="kafka" if kafka else "delta")
     command = job_command(root, guarantee, emit, max_records, retention=retention, kafka=kafka)
     # at_least_once has no decision point: it publishes, then records its progress.
     points = POINTS if guarantee == "exactly_once" else tuple(p for p in POINTS if p != "after_commit")
