@@ -202,6 +202,10 @@ def _decode(raw: list[bytes | None], fmt: str, target: pa.DataType) -> tuple[pa.
     errors: list[str | None] = [None] * len(raw)
     if fmt == "bytes":
         return pa.array(raw, pa.binary()), errors
+    if fmt == "json" and pa.types.is_struct(target) and raw and None not in raw:
+        fast = _json_objects(raw, target)
+        if fast is not None:
+            return fast, errors
     decoded: list[Any] = []
     for i, data in enumerate(raw):
         if data is None:
@@ -232,6 +236,26 @@ def _decode(raw: list[bytes | None], fmt: str, target: pa.DataType) -> tuple[pa.
             errors[i] = f"does not fit {target}: {e}"
             array.append(None)
     return pa.array(array, target), errors
+
+
+def _json_objects(raw: list[bytes], target: pa.StructType) -> pa.Array | None:
+    """JSON objects into a struct type with Arrow's JSON reader, ~10x faster than ``json.loads``
+    per record; None when any record is not one object on one line, or does not fit (the per-record
+    path then names the culprits)."""
+    import io
+
+    from pyarrow import json as pajson
+
+    if any(b"\n" in data for data in raw):
+        return None
+    options = pajson.ParseOptions(explicit_schema=pa.schema(list(target)), unexpected_field_behavior="ignore")
+    try:
+        table = pajson.read_json(io.BytesIO(b"\n".join(raw)), parse_options=options)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    if table.num_rows != len(raw):
+        return None
+    return pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in target], fields=list(target))
 
 
 # -- writing ---------------------------------------------------------------------------------------
