@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -18,6 +19,8 @@ from conf.kafka import PREFIX as KAFKA_PREFIX
 from conf.kafka import KafkaConfig
 from conf.retention import PREFIX as RETENTION_PREFIX
 from conf.retention import RetentionConfig
+from conf.storage import PREFIX as STORAGE_PREFIX
+from conf.storage import storage_options_from
 
 _APPLICATION_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -72,6 +75,10 @@ class StreamsConfig:
     """What a running application removes, and when (``[retention]`` in ``defaults.toml``)."""
     kafka: KafkaConfig = field(default_factory=KafkaConfig)
     """Which topics live in Kafka, and how to reach them (``[kafka]`` in ``defaults.toml``)."""
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """How to reach an object-store root: delta-rs option names (``AWS_ENDPOINT_URL``, ...), from
+    ``[storage_options]``, ``--set storage_options.<KEY>=...`` and the AWS environment variables
+    (:mod:`conf.storage`). Not in the repr: it holds secrets."""
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     """Free-form Spark settings, the only escape hatch."""
 
@@ -144,18 +151,22 @@ class StreamsConfig:
 
     @classmethod
     def _from_boundary(cls, raw: Mapping[str, Any]) -> StreamsConfig:
-        known = {f.name for f in fields(cls)} - {"retention", "kafka", "idle_close"} | {"commit_interval_ms", "idle_close_ms"}
-        unknown = sorted(k for k in set(raw) - known if not k.startswith((RETENTION_PREFIX, KAFKA_PREFIX)))
+        tables = (RETENTION_PREFIX, KAFKA_PREFIX, STORAGE_PREFIX)
+        known = {f.name for f in fields(cls)} - {"retention", "kafka", "idle_close", "storage_options"} | {"commit_interval_ms", "idle_close_ms"}
+        unknown = sorted(k for k in set(raw) - known if not k.startswith(tables))
         if unknown:
             raise ConfigError(
                 f"unknown setting(s) {unknown}; known settings are {sorted(known - {'commit_interval', 'idle_close'})}",
                 setting=unknown[0],
             )
-        values = {k: v for k, v in raw.items() if not k.startswith((RETENTION_PREFIX, KAFKA_PREFIX))}
+        values = {k: v for k, v in raw.items() if not k.startswith(tables)}
         values["retention"] = RetentionConfig.from_boundary(
             {k[len(RETENTION_PREFIX) :]: v for k, v in raw.items() if k.startswith(RETENTION_PREFIX)}
         )
         values["kafka"] = KafkaConfig.from_boundary({k[len(KAFKA_PREFIX) :]: v for k, v in raw.items() if k.startswith(KAFKA_PREFIX)})
+        values["storage_options"] = storage_options_from(
+            {k[len(STORAGE_PREFIX) :]: v for k, v in raw.items() if k.startswith(STORAGE_PREFIX)}, os.environ
+        )
         if "application_id" not in values:
             raise ConfigError("application_id is required", setting="application_id")
         try:
@@ -192,9 +203,9 @@ def _optional_ms(value: Any, setting: str) -> timedelta | None:
 
 
 def _flat(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"retention": {"x": 1}}`` -> ``{"retention.x": 1}`` (and ``kafka`` likewise); other keys
-    unchanged."""
-    flat = {k: v for k, v in settings.items() if k not in ("retention", "kafka")}
+    """``{"retention": {"x": 1}}`` -> ``{"retention.x": 1}`` (and ``kafka``, ``storage_options``
+    likewise); other keys unchanged."""
+    flat = {k: v for k, v in settings.items() if k not in ("retention", "kafka", "storage_options")}
     for name, kind in (("retention", RetentionConfig), ("kafka", KafkaConfig)):
         table = settings.get(name, {})
         if isinstance(table, kind):
@@ -202,4 +213,8 @@ def _flat(settings: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(table, Mapping):
             raise ConfigError(f"{name} must be a table of settings, got {table!r}", setting=name)
         flat.update({f"{name}.{k}": v for k, v in table.items()})
+    options = settings.get("storage_options", {})
+    if not isinstance(options, Mapping):
+        raise ConfigError(f"storage_options must be a table of settings, got {options!r}", setting="storage_options")
+    flat.update({f"{STORAGE_PREFIX}{k}": v for k, v in options.items()})
     return flat

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import DeltaTable, write_deltalake
+from deltalake import write_deltalake
 
 from jobs.pageview import INPUT_TOPIC
-from sinks import topic_uri
+from sinks import open_table, topic_uri
 
 _SCHEMA = "offset BIGINT, timestamp BIGINT, user_id STRING, page_id STRING, category STRING, duration_s INT, partition INT"
 
@@ -31,7 +31,7 @@ def plain_structured_streaming(
     from pyspark.sql import functions as F
 
     source = topic_uri(root, INPUT_TOPIC)
-    files = DeltaTable(source).get_add_actions(flatten=True)
+    files = open_table(source).get_add_actions(flatten=True)
     rows_per_file = max(1, events // max(1, pa.table(files).num_rows))
     out = Path(root) / "baseline" / f"plain-{interval_ms}"
     shutil.rmtree(out, ignore_errors=True)
@@ -80,7 +80,7 @@ def plain_structured_streaming(
 def pyarrow_groupby(root: str, *, window_ms: int) -> tuple[float, int]:
     """Seconds to read the input and count per (category, window) in one process; windows."""
     started = time.perf_counter()
-    table = DeltaTable(topic_uri(root, INPUT_TOPIC)).to_pyarrow_dataset().to_table(columns=["timestamp", "category", "duration_s"], use_threads=False)
+    table = open_table(topic_uri(root, INPUT_TOPIC)).to_pyarrow_dataset().to_table(columns=["timestamp", "category", "duration_s"], use_threads=False)
     kept = table.filter(pc.greater_equal(table["duration_s"], 30))
     start = pc.multiply(pc.divide(kept["timestamp"], window_ms), window_ms)  # integer division: the window's start
     result = pa.table({"category": kept["category"], "window_start": start}).group_by(["category", "window_start"]).aggregate([("category", "count")])

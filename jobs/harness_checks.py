@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from jobs.harness_log_archive import Commit, history
 from jobs.pageview import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, read_results
-from sinks import DataFile
+from sinks import DataFile, open_table
 from streams.errors import UnreadableFileError
 
 WINDOW_MS, GRACE_MS = 5000, 5000
@@ -262,8 +262,6 @@ def _replay(state: dict, entries, start: int = 0, end: int | None = None) -> dic
 
 
 def _check_changelogs_and_stores(root, report, changelogs: list[TableHistory]) -> None:
-    from deltalake import DeltaTable
-
     from sinks import Topic
     from sinks.retention import changelog_watermarks
     from state import RocksDBKeyValueStore
@@ -272,7 +270,7 @@ def _check_changelogs_and_stores(root, report, changelogs: list[TableHistory]) -
     for changelog in changelogs:
         topic = Topic.open(root, changelog.name)
         snapshot = topic.read()
-        watermarks = changelog_watermarks(DeltaTable(topic.uri))
+        watermarks = changelog_watermarks(open_table(topic.uri))
         store = changelog.name[len(APPLICATION_ID) + 1 : -len("-changelog")]
         for partition in sorted(set(changelog.records["partition"].to_pylist())):
             full = _entries(changelog.records, partition)

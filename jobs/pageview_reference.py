@@ -16,7 +16,7 @@ import heapq
 
 import pandas as pd
 
-from sinks import partition_for
+from sinks import open_table, partition_for
 
 
 def final_counts(events: pd.DataFrame, *, window_ms: int, grace_ms: int, min_duration_s: int = 30, partitions: int = 3) -> pd.DataFrame:
@@ -43,8 +43,6 @@ def final_counts(events: pd.DataFrame, *, window_ms: int, grace_ms: int, min_dur
 
 
 def source_events(root: str) -> pd.DataFrame:
-    """The generated input, read with plain deltalake (not the project's reader)."""
-    from deltalake import DeltaTable
-
-    table = DeltaTable(f"{root}/topics/pageview-events").to_pyarrow_dataset().to_table(use_threads=False)
+    """The generated input, read with plain deltalake (given the root's storage options; not the project's reader)."""
+    table = open_table(f"{root}/topics/pageview-events").to_pyarrow_dataset().to_table(use_threads=False)
     return table.select(["partition", "offset", "timestamp", "category", "duration_s"]).to_pandas()

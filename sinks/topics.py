@@ -27,6 +27,7 @@ from deltalake import DeltaTable
 
 from sinks._internal import delta_log
 from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, read_data_file, under_root, write_partition_file
+from sinks._internal.storage import create_table, open_table, table_exists
 from sinks.partitioner import partitions_for
 from sinks.serde import HEADERS, HEADERS_TYPE
 from conf.errors import RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError, UnreadableFileError
@@ -279,12 +280,12 @@ class Topic:
     @classmethod
     def open(cls, root: str | Path, name: str) -> Topic:
         uri = topic_uri(root, name)
-        if not DeltaTable.is_deltatable(uri):
+        if not table_exists(uri):
             raise TopicNotFoundError(
                 f"topic '{name}' does not exist (no Delta table at {uri}); create it first or check the root",
                 topic=name,
             )
-        table = DeltaTable(uri)
+        table = open_table(uri)
         try:
             layout = TopicLayout.from_table(table.metadata().description or "", pa.schema(table.schema()))
         except (ValueError, KeyError) as e:
@@ -297,10 +298,10 @@ class Topic:
 
     @classmethod
     def exists(cls, root: str | Path, name: str) -> bool:
-        return DeltaTable.is_deltatable(topic_uri(root, name))
+        return table_exists(topic_uri(root, name))
 
     def delta_table(self, version: int | None = None) -> DeltaTable:
-        return DeltaTable(self.uri) if version is None else DeltaTable(self.uri, version=version)
+        return open_table(self.uri, version)
 
     def version(self) -> int:
         return self.delta_table().version()
@@ -458,7 +459,7 @@ def create_topic_with_layout(root: str | Path, name: str, layout: TopicLayout, *
             column=clashes[0],
         )
     uri = topic_uri(root, name)
-    if DeltaTable.is_deltatable(uri):
+    if table_exists(uri):
         existing = Topic.open(root, name)
         if exist_ok and existing.layout == layout:
             return existing
@@ -468,7 +469,7 @@ def create_topic_with_layout(root: str | Path, name: str, layout: TopicLayout, *
                 topic=name,
             )
         raise TopicExistsError(f"topic '{name}' already exists at {uri}", topic=name)
-    DeltaTable.create(uri, layout.table_schema(), partition_by=[PARTITION], name=name, description=layout.to_json())
+    create_table(uri, layout.table_schema(), partition_by=[PARTITION], name=name, description=layout.to_json())
     return Topic(name, uri, layout)
 
 

@@ -22,6 +22,7 @@ from deltalake.exceptions import CommitFailedError
 
 from sinks._internal.delta_log import commit_files, read_commit
 from sinks._internal.files import DataFile
+from sinks._internal.storage import create_table, open_table, table_exists
 from conf.errors import CommitError, ProducerFencedError
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ def decided_batches(uri: str) -> list[DecidedBatch]:
     """Every decided batch the transaction log at ``uri`` still holds, oldest first (read-only:
     for checks and tools; the protocol itself reads :meth:`TransactionLog.last_decided`)."""
     batches = []
-    for version in range(1, DeltaTable(uri).version() + 1):
+    for version in range(1, open_table(uri).version() + 1):
         batch = decided_entry(read_commit(uri, version) or [])
         if batch is not None:
             batches.append(batch)
@@ -105,13 +106,13 @@ class TransactionLog:
         self.uri = uri
         self.txn_app_id = txn_app_id
         """The app id of this sub-topology's ``txn`` actions on output tables."""
-        if not DeltaTable.is_deltatable(uri):
+        if not table_exists(uri):
             try:
-                DeltaTable.create(uri, _SCHEMA, mode="ignore", name="deltastreams transaction log")
+                create_table(uri, _SCHEMA, mode="ignore", name="deltastreams transaction log")
             except Exception:  # noqa: BLE001 - another instance created it first: fine
-                if not DeltaTable.is_deltatable(uri):
+                if not table_exists(uri):
                     raise
-        self._table = DeltaTable(uri)
+        self._table = open_table(uri)
         self.epoch = -1
         self.instance = ""
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sinks import DataFile, read_data_file, snapshot_files
+from sinks import DataFile, open_table, read_data_file, snapshot_files
 from state._internal.changelogging import ChangeLoggingStore
 from state._internal.rocksdb import RocksDBKeyValueStore, StoreCorruptedError
 from state.stores import ChangelogEntry
@@ -206,9 +206,7 @@ def read_changelog(position: ChangelogPosition, start: int) -> list[ChangelogEnt
     """Committed entries ``[start, end)`` of one changelog partition, in offset order."""
     files = [f for f in position.recent_files if f.partition == position.partition]
     if not files or min(f.min_offset for f in files) > start:
-        from deltalake import DeltaTable
-
-        files = [f for f in snapshot_files(DeltaTable(position.uri)) if f.partition == position.partition]
+        files = [f for f in snapshot_files(open_table(position.uri)) if f.partition == position.partition]
     files = [f for f in files if f.max_offset >= start and f.min_offset < position.end]
     if not files:
         return []

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from conf import StreamsConfig
 from conf.errors import ConfigError, DeltaStreamsError, TopicNotFoundError, TopologyError
-from sinks import Topic, check_expected_types
+from sinks import Topic, check_expected_types, use_storage_options
 from streams._internal.runtime import task_host
 from streams._internal.runtime.checkpoints import fresh_checkpoint
 from streams._internal.runtime.committer import Committer
@@ -70,6 +70,9 @@ class StreamsApp:
     def __init__(self, topology: Topology, config: StreamsConfig, *, spark=None) -> None:
         self.topology = topology
         self.config = config
+        # This process's table and file accesses (the registry's, the committer's) reach the root
+        # with these options; tasks get them in their plan.
+        use_storage_options(config.storage_options)
         self.spark = spark
         self._owns_spark = spark is None
         self.kafka = KafkaSources(config.kafka, topology) if config.kafka.source_topics else None
@@ -114,6 +117,7 @@ class StreamsApp:
             late_records_topic=self.config.late_records_topic,
             dead_letter_topic=self.config.dlq_topic,
             idle_close=self.config.idle_close_ms is not None,
+            storage_options=dict(self.config.storage_options),
         )
         self._warm_up_hosts(settings, shipped)
         self.committer = Committer(self.registry)

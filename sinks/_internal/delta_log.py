@@ -22,6 +22,7 @@ from deltalake.transaction import AddAction
 
 from conf.errors import LogRetentionError
 from sinks._internal.files import PARTITION, DataFile, filesystem_for
+from sinks._internal.storage import open_table
 
 
 def table_location(table: DeltaTable) -> str:
@@ -99,7 +100,7 @@ def files_added(table_uri: str, after_version: int | None, up_to_version: int) -
     behind retention.
     """
     if after_version is None or after_version < 0:
-        return snapshot_files(DeltaTable(table_uri, version=up_to_version))
+        return snapshot_files(open_table(table_uri, up_to_version))
     added: list[DataFile] = []
     for version in range(after_version + 1, up_to_version + 1):
         actions = read_commit(table_uri, version)

@@ -19,6 +19,8 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from sinks._internal.storage import is_object_store, object_store_filesystem
+
 PARTITION = "partition"
 OFFSET = "offset"
 TIMESTAMP = "timestamp"
@@ -62,7 +64,10 @@ def under_root(root: str, *parts: str) -> str:
 
 
 def filesystem_for(uri: str) -> tuple[pafs.FileSystem, str]:
-    """The pyarrow filesystem and in-filesystem path of a table URI or local path."""
+    """The pyarrow filesystem and in-filesystem path of a table URI or local path; an object
+    store's with the process's storage options (:mod:`sinks._internal.storage`)."""
+    if is_object_store(uri):
+        return object_store_filesystem(uri)
     if "://" in uri:
         return pafs.FileSystem.from_uri(uri)
     return pafs.LocalFileSystem(), uri

@@ -29,11 +29,10 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from deltalake import DeltaTable
 
 from conf import StreamsConfig
 from conf.errors import BatchTimedOutError
-from sinks import DataFile, commit_files, under_root
+from sinks import DataFile, commit_files, open_table, under_root
 from sinks.transaction import DecidedBatch, TablePublication, TransactionLog
 from streams._internal.runtime.consolidate import consolidate
 from streams._internal.runtime.crashpoints import crash_point
@@ -66,7 +65,7 @@ class ExactlyOnce:
         txlog.register(self.instance)
         last = txlog.last_decided()
         if last is not None and last.exactly_once:  # an instance may have died while publishing it
-            txlog.publish(last, lambda topic, uri: DeltaTable(uri))
+            txlog.publish(last, lambda topic, uri: open_table(uri))
         return last
 
     def complete(self, txlog: TransactionLog, batch: DecidedBatch, phases: Phases) -> None:

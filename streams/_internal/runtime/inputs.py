@@ -15,9 +15,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from deltalake import DeltaTable
 
-from sinks import DataFile, files_added, latest_version
+from sinks import DataFile, files_added, latest_version, open_table
 from streams._internal.runtime.kafka_sources import KafkaSources
 
 log = logging.getLogger("deltastreams")
@@ -75,7 +74,7 @@ class InputWatcher(threading.Thread):
         self.interval_s = interval_s
         self.due = due
         self.kafka = kafka
-        self._latest: dict = {t: DeltaTable(uri).version() for t, uri in self.uris.items()}
+        self._latest: dict = {t: open_table(uri).version() for t, uri in self.uris.items()}
         if kafka is not None:
             self._latest.update({t: kafka.latest(t) for t in kafka.topics})
         self._kafka_polled = time.monotonic()

@@ -15,7 +15,7 @@ import logging
 
 from conf import StreamsConfig
 from conf.errors import TopicError
-from sinks import Topic, read_commit
+from sinks import Topic, open_table, read_commit
 from sinks.kafka import KafkaTopic, create_kafka_topic
 from sinks.kafka_publisher import KafkaPublisher
 from sinks.transaction import DecidedBatch, decided_entry
@@ -83,10 +83,8 @@ class KafkaMirror:
 def _decided_after(uri: str, last: int) -> list[DecidedBatch]:
     """The decided batches of the log at ``uri`` with a number above ``last``, oldest first,
     read from the newest commit backwards."""
-    from deltalake import DeltaTable
-
     found: list[DecidedBatch] = []
-    for version in range(DeltaTable(uri).version(), 0, -1):
+    for version in range(open_table(uri).version(), 0, -1):
         entry = decided_entry(read_commit(uri, version) or [])
         if entry is None:
             continue

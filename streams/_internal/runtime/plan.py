@@ -138,6 +138,9 @@ class BatchSettings:
     dead_letter_topic: str
     idle_close: bool = False
     """Idle close is on: tasks report how far their next close is (``TaskOutcome.next_close_ms``)."""
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """How to reach an object-store root (``StreamsConfig.storage_options``): tasks set them for
+    their process before touching a file. Not in the repr: secrets."""
 
 
 _LOADED: dict[str, Topology] = {}

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from sinks import DataFile, Topic
+from sinks import DataFile, Topic, use_storage_options
 from sinks.kafka import read_range
 from state import StoreCorruptedError, TaskStores
 from streams._internal.processing.task import TaskProcessor
@@ -41,6 +41,9 @@ class TaskExecutor:
 
     def run(self, plan: BatchPlan, task: TaskPlan, staged: Staged, records: Mapping[str, pa.Table] | None = None) -> TaskOutcome:
         """One batch. ``records``: input already read (Catalyst mode), instead of ``task.inputs``."""
+        # This process (a task host, maybe on another machine) reads and writes the root's files
+        # with the application's storage options, which travel in the plan.
+        use_storage_options(plan.settings.storage_options)
         sub = plan.subtopology(task.subtopology)
         for attempt in (1, 2):
             try:

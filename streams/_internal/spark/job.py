@@ -33,6 +33,7 @@ from sinks import DataFile
 from streams._internal.runtime import task_host
 from streams._internal.runtime.plan import BatchPlan, SubtopologyPlan, TaskOutcome, TaskPlan
 from streams._internal.spark.catalyst import apply_catalyst_steps
+from streams._internal.spark.source import STORAGE_OPTIONS
 from topology.compile import CompiledSubtopology
 from topology.graph import Topology
 
@@ -192,7 +193,13 @@ class TriggerJob:
             outcomes += [TaskOutcome.from_json(o) for o in self.spark.sparkContext.parallelize(idle, len(idle)).map(run_idle).collect()]
         if not slices:
             return outcomes
-        frame = self.spark.read.format("deltastreams").option("uri", uri).option("slices", json.dumps(slices)).load()
+        frame = (
+            self.spark.read.format("deltastreams")
+            .option("uri", uri)
+            .option("slices", json.dumps(slices))
+            .option(STORAGE_OPTIONS, json.dumps(dict(plan.settings.storage_options)))
+            .load()
+        )
         frame = apply_catalyst_steps(compiled, self.topology, frame)
         task_fn = functools.partial(_records_task, plan, sub.id, topic, self.idle_timeout_s)
         return outcomes + [TaskOutcome.from_json(row.outcome) for row in frame.mapInArrow(task_fn, "outcome string").collect()]

@@ -14,6 +14,18 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+STORAGE_OPTIONS = "storage_options_secret"
+"""The option carrying the storage options (JSON). Its name matches Spark's default
+``spark.redaction.regex`` (``secret``), so plans and the UI show it redacted."""
+
+
+def _use_storage_options(options: dict) -> None:
+    """The reader runs in Spark's Python workers, other processes: set the application's options there."""
+    from sinks import use_storage_options
+
+    if STORAGE_OPTIONS in options:
+        use_storage_options(json.loads(options[STORAGE_OPTIONS]))
+
 
 @dataclass
 class TopicSlice(InputPartition):
@@ -27,12 +39,12 @@ class DeltaTopicSource(DataSource):
         return "deltastreams"
 
     def schema(self):
-        from deltalake import DeltaTable
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        from sinks import TopicLayout
+        from sinks import TopicLayout, open_table
 
-        table = DeltaTable(self.options["uri"])
+        _use_storage_options(self.options)
+        table = open_table(self.options["uri"])
         layout = TopicLayout.from_table(table.metadata().description, pa.schema(table.schema()))
         return from_arrow_schema(layout.record_schema())
 
@@ -46,18 +58,18 @@ class TopicRecordsReader(DataSourceReader):
     def __init__(self, options: dict) -> None:
         self.uri = options["uri"]
         self.slices = json.loads(options["slices"])
+        self.options = dict(options)
 
     def partitions(self):
         return [TopicSlice(partition, files) for partition, files in self.slices]
 
     def read(self, partition: TopicSlice):
-        from deltalake import DeltaTable
-
-        from sinks import DataFile, Topic, TopicLayout
+        from sinks import DataFile, Topic, TopicLayout, open_table
 
         if not partition.files:
             return
-        table = DeltaTable(self.uri)
+        _use_storage_options(self.options)
+        table = open_table(self.uri)
         layout = TopicLayout.from_table(table.metadata().description, pa.schema(table.schema()))
         topic = Topic(self.uri.rstrip("/").rsplit("/", 1)[-1], self.uri, layout)
         yield from topic.read_files([DataFile(*f) for f in partition.files]).to_batches()

