@@ -24,7 +24,7 @@ from pathlib import Path
 
 from conf import StreamsConfig
 from conf.errors import ConfigError, DeltaStreamsError, TopicNotFoundError, TopologyError
-from sinks import Topic, check_expected_types, use_storage_options
+from sinks import Topic, check_expected_types, is_object_store, require_exclusive_commits, use_storage_options
 from streams._internal.runtime import task_host
 from streams._internal.runtime.checkpoints import fresh_checkpoint
 from streams._internal.runtime.committer import Committer
@@ -102,6 +102,10 @@ class StreamsApp:
     def start(self) -> None:
         phases = Phases()
         with phases.time("check"):
+            if self.config.exactly_once and is_object_store(self.config.root):
+                # Local filesystems get exclusive commits from delta-rs' rename-without-replace;
+                # an object store only if it honours If-None-Match.
+                require_exclusive_commits(self.config.root)
             self._check_sources()
             in_kafka = frozenset(self.kafka.topics) if self.kafka is not None else frozenset()
             compiled = {sub.id: compile_subtopology(self.topology, sub, kafka_topics=in_kafka) for sub in self.topology.subtopologies}
