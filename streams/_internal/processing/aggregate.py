@@ -33,13 +33,11 @@ from streams._internal.processing.flow import BadRecords, Flow, concat_flows, fl
 from streams._internal.processing.idle import remember_key_type, remembered_key_type
 from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
 from streams._internal.processing.table import BatchChanges, turn
-from streams._internal.processing.windowing import assign_windows, segmented_running_max
+from streams._internal.processing.windowing import assign_windows, last_emitted_close, remember_emitted_close, segmented_running_max
 from topology.nodes import AggregateNode, AggregationKind
 from topology.records import KEY, VALUE
 
 _COUNT = struct.Struct(">qq")
-_LONG = struct.Struct(">q")
-_LAST_EMIT_KEY = b"\xff\xfflast-emitted-close-time"
 _FAR_FUTURE = 2**62
 
 
@@ -225,8 +223,7 @@ class AggregateOperator(Operator, node=AggregateNode):
         Kafka's time-ordered window store (the one it uses for emit-final) iterates them: by
         start, then key."""
         w = self.windows
-        raw_last = self.kv.get(_LAST_EMIT_KEY)
-        last = None if raw_last is None else _LONG.unpack(raw_last)[0]
+        last = last_emitted_close(self.kv)
         events: list[tuple[int, int, int]] = []  # (record, lowest start, highest start)
         for i, st in enumerate(stream_times):
             close = int(st) - w.grace_ms
@@ -240,8 +237,7 @@ class AggregateOperator(Operator, node=AggregateNode):
                 continue  # no window closed since the last emission
             events.append((i, lower, upper))
             last = close
-        if last is not None:
-            self.kv.put(_LAST_EMIT_KEY, _LONG.pack(last))
+        remember_emitted_close(self.kv, last)
         rows, starts, keys, values, stamps = [], [], [], [], []
         stored = list(self.window_store.up_to(events[-1][2])) if events else []
         for i, lower, upper in events:

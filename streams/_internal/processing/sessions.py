@@ -14,7 +14,6 @@ created and merged away within the commit; the same here.
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 import numpy as np
@@ -26,12 +25,11 @@ from streams._internal.processing.aggregate import aggregatable, fold_functions,
 from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array
 from streams._internal.processing.idle import advance_windows_store, remember_key_type, remembered_key_type
 from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
+from streams._internal.processing.windowing import last_emitted_close, remember_emitted_close
 from topology.nodes import AggregationKind, SessionAggregateNode
 from topology.records import KEY, Windowed
 
 
-_LAST_EMIT_KEY = b"\xff\xfflast-emitted-close-time"
-_LONG = struct.Struct(">q")
 
 
 class _Forwarded:
@@ -73,8 +71,7 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
         flow = aggregatable(flow, self.name, context)
         self._aggregators = record_aggregators(flow, self.node.aggregation, self.aggregator)
         out, final = _Forwarded(), _Forwarded()
-        raw_last = store.store.get(_LAST_EMIT_KEY)
-        self.last_emit = None if raw_last is None else _LONG.unpack(raw_last)[0]
+        self.last_emit = last_emitted_close(store.store)
         self._key_type = flow.key_type
         existed: set[tuple[bytes, int, int]] = set()  # sessions read from the store (for caching)
         raw_keys = key_bytes(flow.table.column(KEY)) if len(flow) else []
@@ -91,8 +88,7 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
                 self._emit_closed(i, close, final)
         if self.node.emit_final:
             remember_key_type(store.store, flow.key_type)
-            if self.last_emit is not None:
-                store.store.put(_LAST_EMIT_KEY, _LONG.pack(self.last_emit))
+            remember_emitted_close(store.store, self.last_emit)
             store.end_batch(keep_from=self.last_emit if self.last_emit is not None else 0)  # keep what is still to emit
             return self._flow(flow, final, context)
         store.end_batch()
@@ -176,13 +172,11 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
         key_type = advance_windows_store(store, by_ms, context, self.node.emit_final)
         if key_type is None:
             return out
-        raw_last = store.store.get(_LAST_EMIT_KEY)
-        self.last_emit = None if raw_last is None else _LONG.unpack(raw_last)[0]
+        self.last_emit = last_emitted_close(store.store)
         self._key_type = key_type
         final = _Forwarded()
         self._emit_closed(0, store.stream_time - self.grace - self.gap, final)  # as after a record at the new stream time
-        if self.last_emit is not None:
-            store.store.put(_LAST_EMIT_KEY, _LONG.pack(self.last_emit))
+        remember_emitted_close(store.store, self.last_emit)
         store.end_batch(keep_from=self.last_emit if self.last_emit is not None else 0)
         values, misfits = infer_array(final.values, pa.int64() if self.node.aggregation.kind is AggregationKind.COUNT else None)
         if misfits:

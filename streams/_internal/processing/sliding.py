@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import struct
 
 import numpy as np
 import pyarrow as pa
@@ -32,11 +31,10 @@ from streams._internal.processing.aggregate import aggregatable, fold_functions,
 from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array
 from streams._internal.processing.idle import advance_windows_store, remember_key_type, remembered_key_type
 from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
+from streams._internal.processing.windowing import last_emitted_close, remember_emitted_close
 from topology.nodes import AggregationKind, SlidingAggregateNode
 from topology.records import KEY
 
-_LAST_EMIT_KEY = b"\xff\xfflast-emitted-close-time"
-_LONG = struct.Struct(">q")
 
 
 class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
@@ -61,8 +59,7 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
         self._final: list[tuple[int, int, Any, Any, int]] = []
         emit_final = self.node.emit_final
         if emit_final:
-            raw_last = store.store.get(_LAST_EMIT_KEY)
-            self._last_emit = None if raw_last is None else _LONG.unpack(raw_last)[0]
+            self._last_emit = last_emitted_close(store.store)
             self._key_type = flow.key_type
         keys, values, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
         for i, (key, kb, value) in enumerate(zip(keys, raw_keys, values, strict=True)):
@@ -76,8 +73,7 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
                 self._emit_closed()
         if emit_final:
             remember_key_type(store.store, flow.key_type)
-            if self._last_emit is not None:
-                store.store.put(_LAST_EMIT_KEY, _LONG.pack(self._last_emit))
+            remember_emitted_close(store.store, self._last_emit)
             store.end_batch(keep_from=self._last_emit if self._last_emit is not None else 0)
             return self._flow(flow, self._final)
         store.end_batch()
@@ -256,13 +252,11 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
         key_type = advance_windows_store(store, by_ms, context, self.node.emit_final)
         if key_type is None:
             return out
-        raw_last = store.store.get(_LAST_EMIT_KEY)
-        self._last_emit = None if raw_last is None else _LONG.unpack(raw_last)[0]
+        self._last_emit = last_emitted_close(store.store)
         self._key_type, self._final, self._row = key_type, [], 0
         self._close = store.stream_time - self.grace
         self._emit_closed()
-        if self._last_emit is not None:
-            store.store.put(_LAST_EMIT_KEY, _LONG.pack(self._last_emit))
+        remember_emitted_close(store.store, self._last_emit)
         store.end_batch(keep_from=self._last_emit if self._last_emit is not None else 0)
         final = self._final
         values, misfits = infer_array([o[3] for o in final], pa.int64() if self.node.aggregation.kind is AggregationKind.COUNT else None)

@@ -10,11 +10,15 @@ window and counted.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
 
 from topology.nodes import Windows
+
+_LAST_EMIT_KEY = b"\xff\xfflast-emitted-close-time"
+_LONG = struct.Struct(">q")
 
 
 @dataclass(frozen=True)
@@ -66,3 +70,15 @@ def segmented_running_max(values: np.ndarray, segments: np.ndarray) -> np.ndarra
         if segments[i] == segments[i - 1] and out[i - 1] > out[i]:
             out[i] = out[i - 1]
     return out
+
+
+def last_emitted_close(store) -> int | None:
+    """Emit-final's mark, kept in the aggregation's store (a changelogging key-value store): the
+    close time up to which final results have gone out; None before the first."""
+    raw = store.get(_LAST_EMIT_KEY)
+    return None if raw is None else _LONG.unpack(raw)[0]
+
+
+def remember_emitted_close(store, close: int | None) -> None:
+    if close is not None:
+        store.put(_LAST_EMIT_KEY, _LONG.pack(close))
