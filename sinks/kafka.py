@@ -96,18 +96,20 @@ def partition_count(topic: KafkaTopic, timeout_s: float = 10.0) -> int:
     return len(found.partitions)
 
 
-def watermarks(topic: KafkaTopic, partitions: Sequence[int], timeout_s: float = 10.0) -> dict[int, tuple[int, int]]:
+def watermarks(topic: KafkaTopic, partitions: Sequence[int], timeout_s: float = 10.0, *, consumer=None) -> dict[int, tuple[int, int]]:
     """Per partition, ``(low, high)``: the oldest offset still there and the next to be written
-    (with read_committed, the last stable offset)."""
+    (with read_committed, the last stable offset). ``consumer``: a client of ``topic.consumer()``
+    to ask with (one asking often keeps one), else a client for this call only."""
     from confluent_kafka import TopicPartition
 
-    consumer = topic.consumer()
+    client = consumer if consumer is not None else topic.consumer()
     try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic.name, p), timeout=timeout_s, cached=False) for p in partitions}
+        return {p: client.get_watermark_offsets(TopicPartition(topic.name, p), timeout=timeout_s, cached=False) for p in partitions}
     except Exception as e:  # noqa: BLE001
         raise TopicError(f"cannot read the offsets of Kafka topic '{topic.name}' at {topic.bootstrap_servers}: {e}", topic=topic.name) from e
     finally:
-        consumer.close()
+        if consumer is None:
+            client.close()
 
 
 def end_offsets(topic: KafkaTopic, partitions) -> dict[int, int]:

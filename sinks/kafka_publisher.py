@@ -43,6 +43,9 @@ class KafkaPublisher:
     partitions: Mapping[str, int]
     """Logical topic -> its Kafka partition count (records keep their Delta partition)."""
     _producer: Any = field(default=None, repr=False)
+    _group: Any = field(default=None, repr=False)
+    """A consumer of the group holding the batch numbers (never subscribed): reads the last
+    number, and gives the group's metadata each transaction commits its number with."""
 
     @property
     def _first(self) -> KafkaTopic:
@@ -50,27 +53,24 @@ class KafkaPublisher:
 
     def start(self, timeout_s: float = 30.0) -> None:
         """Take over the transactional id (fencing any older holder) and abort what it left open."""
-        from confluent_kafka import Producer
+        from confluent_kafka import Consumer, Producer
 
         settings = {**producer_settings(self._first), "transactional.id": self.transactional_id, "transaction.timeout.ms": 60_000}
         self._producer = Producer(settings)
         self._producer.init_transactions(timeout_s)
+        self._group = Consumer({"bootstrap.servers": self._first.bootstrap_servers, "group.id": self.transactional_id, "enable.auto.commit": False})
 
     def last_published(self, timeout_s: float = 10.0) -> int:
-        """The last batch whose Kafka transaction committed (NO_BATCH: none)."""
-        from confluent_kafka import Consumer, TopicPartition
+        """The last batch whose Kafka transaction committed (NO_BATCH: none); after :meth:`start`."""
+        from confluent_kafka import TopicPartition
 
-        consumer = Consumer({"bootstrap.servers": self._first.bootstrap_servers, "group.id": self.transactional_id, "enable.auto.commit": False})
-        try:
-            committed = consumer.committed([TopicPartition(self._first.name, 0)], timeout=timeout_s)[0].offset
-        finally:
-            consumer.close()
+        committed = self._group.committed([TopicPartition(self._first.name, 0)], timeout=timeout_s)[0].offset
         return committed - 1 if committed >= 0 else NO_BATCH
 
     def publish(self, batch_id: int, records: Mapping[str, pa.Table], timeout_s: float = 60.0) -> int:
         """Records of one decided batch (per logical topic, record form with ``partition``), in
         one Kafka transaction with the batch number. Returns how many records went out."""
-        from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+        from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
         producer = self._producer
         sent = 0
@@ -78,12 +78,8 @@ class KafkaPublisher:
             producer.begin_transaction()
             for logical, table in records.items():
                 sent += self._produce(self.topics[logical], table, self.partitions[logical])
-            marker = Consumer({"bootstrap.servers": self._first.bootstrap_servers, "group.id": self.transactional_id, "enable.auto.commit": False})
-            try:
-                offsets = [TopicPartition(self._first.name, 0, batch_id + 1)]
-                producer.send_offsets_to_transaction(offsets, marker.consumer_group_metadata(), timeout_s)
-            finally:
-                marker.close()
+            offsets = [TopicPartition(self._first.name, 0, batch_id + 1)]
+            producer.send_offsets_to_transaction(offsets, self._group.consumer_group_metadata(), timeout_s)
             producer.commit_transaction(timeout_s)
         except KafkaException as e:
             error = e.args[0] if e.args else None
@@ -127,6 +123,9 @@ class KafkaPublisher:
         if self._producer is not None:
             self._producer.flush(10)
             self._producer = None
+        if self._group is not None:
+            self._group.close()
+            self._group = None
 
 
 def publish_missing(publisher: KafkaPublisher, decided: Sequence[tuple[int, Mapping[str, pa.Table]]]) -> list[int]:

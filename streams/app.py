@@ -291,6 +291,8 @@ class StreamsApp:
             self._stop_hosts()
         if self.kafka_mirror is not None:
             self.kafka_mirror.close()
+        if self.kafka is not None:
+            self.kafka.close()
         self.progress.finish()
 
     def close_spark(self) -> None:

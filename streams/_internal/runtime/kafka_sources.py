@@ -17,6 +17,7 @@ offset still there with a warning naming the gap: never a silent skip.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 
 from conf.errors import TopicError
@@ -48,6 +49,10 @@ class KafkaSources:
                         config.bootstrap_servers, name, config.key_format, config.value_format, node.key_type, node.value_type, dict(config.client)
                     )
         self._partitions: dict[str, int] = {}
+        self._clients: dict[str, object] = {}
+        """One client per topic for the offsets the watcher and the planner ask for every few
+        hundred ms (a new client each time connects and fetches metadata anew)."""
+        self._lock = threading.Lock()
         self._first: dict[str, Offsets] = {}
         """Per topic, where partitions never read start (resolved once, so a topic read from its
         latest offsets does not look unread forever)."""
@@ -62,7 +67,16 @@ class KafkaSources:
 
     def bounds(self, topic: str) -> dict[int, tuple[int, int]]:
         """Per partition, ``(oldest offset still there, end)``."""
-        return watermarks(self.topics[topic], range(self.partitions(topic)))
+        with self._lock:  # the watcher's thread and the trigger's ask
+            if topic not in self._clients:
+                self._clients[topic] = self.topics[topic].consumer()
+            return watermarks(self.topics[topic], range(self.partitions(topic)), consumer=self._clients[topic])
+
+    def close(self) -> None:
+        with self._lock:
+            for client in self._clients.values():
+                client.close()
+            self._clients.clear()
 
     def latest(self, topic: str) -> Offsets:
         return {p: high for p, (_, high) in self.bounds(topic).items()}
