@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -48,7 +49,9 @@ class StreamsConfig:
     root: str = "data"
     """Directory (or URI) holding topics (``<root>/topics/<name>``) and checkpoints."""
     state_dir: str | None = None
-    """Local RocksDB state; ``None`` means ``<root>/state``."""
+    """Local RocksDB state (and Spark checkpoints, logs); ``None`` means ``<root>/state`` for a
+    local root and, for an object-store root, a directory under the machine's temporary directory
+    named after the root: state must be on a local disk, progress lives in the transaction log."""
     processing_guarantee: Guarantee = Guarantee.EXACTLY_ONCE
     commit_interval: timedelta = timedelta(seconds=1)
     """Trigger interval of each sub-topology's query: one micro-batch is one commit."""
@@ -120,7 +123,14 @@ class StreamsConfig:
 
     @property
     def local_state_dir(self) -> str:
-        return self.state_dir or str(Path(self.root) / "state")
+        if self.state_dir:
+            return self.state_dir
+        if "://" in self.root and not self.root.startswith("file://"):
+            # Like Kafka Streams' default state.dir (java.io.tmpdir/kafka-streams), but one per
+            # root, so two applications of one id on two roots never share a store.
+            scheme, _, rest = self.root.partition("://")
+            return str(Path(tempfile.gettempdir()) / "deltastreams" / scheme / rest.strip("/") / "state")
+        return str(Path(self.root) / "state")
 
     @property
     def dlq_topic(self) -> str:

@@ -5,6 +5,7 @@
     python -m jobs.crash_harness --root /tmp/harness-alos --trials 20 --guarantee at_least_once
     python -m jobs.crash_harness --root /tmp/harness-corrupt --trials 50 --corrupt
     python -m jobs.crash_harness --root /tmp/harness-kafka --trials 30 --kafka
+    python -m jobs.crash_harness --root /tmp/harness-s3 --trials 50 --s3 --retention on
 
 Each trial starts ``python -m jobs.pageview run --until-caught-up`` as its own process group and
 kills it with SIGKILL: either the driver kills itself at a named point of the commit protocol or
@@ -21,7 +22,9 @@ harness archives every commit file before log retention can delete it
 trials (:mod:`jobs.harness_damage`): the job must heal them and nothing may change in its outputs.
 ``--kafka`` starts a Kafka-protocol broker (:mod:`jobs.kafka_broker`) and runs the job on its
 events read from Kafka (``run --kafka``); the same events also go to the Delta topic under the
-root, untouched by the job, where the checks read the input.
+root, untouched by the job, where the checks read the input. ``--s3`` starts an S3-compatible
+store (:mod:`jobs.s3_server`) and puts the job's root there, its state in ``--root``; the checks
+read a copy of the store taken once the job is done, plus the commit files archived while it ran.
 """
 
 from __future__ import annotations
@@ -36,12 +39,16 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict
+from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow.fs as pafs
+
 from jobs.harness_checks import GRACE_MS, WINDOW_MS, Report, check
-from jobs.harness_log_archive import LogArchiver
+from jobs.harness_log_archive import ARCHIVE, LogArchiver
 from jobs.harness_damage import corrupt_local_state, stores_moved_aside
 from jobs.kafka_broker import KafkaBroker
+from jobs.s3_server import S3Server
 from jobs.pageview import APPLICATION_ID, generate, generate_to_kafka
 from streams.runtime import CRASH_POINTS as POINTS
 
@@ -80,7 +87,15 @@ def append_events(root: str, events: int, *, seed: int, appends: int, kafka: str
 
 
 def job_command(
-    root: str, guarantee: str, emit: str, max_records: int, commit_interval_ms: int = 100, *, retention: str = "off", kafka: str | None = None
+    root: str,
+    guarantee: str,
+    emit: str,
+    max_records: int,
+    commit_interval_ms: int = 100,
+    *,
+    retention: str = "off",
+    kafka: str | None = None,
+    state_dir: Path | None = None,
 ) -> list[str]:
     command = [
         sys.executable, "-m", "jobs.pageview", "run", "--root", root, "--until-caught-up",
@@ -92,18 +107,20 @@ def job_command(
         command += ["--set", f"retention.{key}={value}"]
     if kafka:
         command += ["--kafka", kafka]
+    if state_dir is not None:
+        command += ["--set", f"state_dir={state_dir}"]
     return command
 
 
-def run_once(command: list[str], *, crash_at: str | None, kill_after_s: float | None, log) -> str:
-    """Run the job once, archiving its commit files meanwhile; returns how it ended:
-    'finished', 'crash-point' or 'killed'."""
+def run_once(command: list[str], *, crash_at: str | None, kill_after_s: float | None, log, archiver: Callable[[], LogArchiver] | None = None) -> str:
+    """Run the job once, archiving its commit files meanwhile (by default under its root);
+    returns how it ended: 'finished', 'crash-point' or 'killed'."""
     env = dict(os.environ)
     env.pop("DELTASTREAMS_CRASH_AT", None)
     if crash_at:
         env["DELTASTREAMS_CRASH_AT"] = crash_at
     root = command[command.index("--root") + 1]
-    with LogArchiver(root):
+    with (archiver or (lambda: LogArchiver(root)))():
         process = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
         try:
             process.wait(timeout=kill_after_s if kill_after_s is not None else 900)
@@ -133,12 +150,22 @@ def run_trials(
     retention: str = "off",
     corrupt: bool = False,
     kafka: str | None = None,
+    local: Path | None = None,
+    filesystem: pafs.FileSystem | None = None,
 ) -> Report:
     """``append_per_trial`` new events arrive before every trial, so each trial has work to be
-    killed in, however many trials there are. ``corrupt``: damage local state between trials."""
+    killed in, however many trials there are. ``corrupt``: damage local state between trials.
+    ``local``: with an object-store ``root`` (reached through ``filesystem``), the local
+    directory for the job's state and the harness's log archive."""
     rng = random.Random(seed)
     report = Report(guarantee, emit, retention, source="kafka" if kafka else "delta")
-    command = job_command(root, guarantee, emit, max_records, retention=retention, kafka=kafka)
+    state_dir = Path(local or root) / "state"
+    command = job_command(root, guarantee, emit, max_records, retention=retention, kafka=kafka, state_dir=state_dir if local else None)
+
+    def archiver() -> LogArchiver:
+        # An object store is polled less often: each poll lists every table's log over HTTP.
+        return LogArchiver(root, interval_s=0.1 if local is None else 0.3, filesystem=filesystem, archive=Path(local or root) / ARCHIVE)
+
     # at_least_once has no decision point: it publishes, then records its progress.
     points = POINTS if guarantee == "exactly_once" else tuple(p for p in POINTS if p != "after_commit")
     if retention != "on":
@@ -154,11 +181,11 @@ def run_trials(
         if append_per_trial and trial:
             append_events(root, append_per_trial, seed=seed + trial, appends=1, kafka=kafka)
         if corrupt and trial:
-            for what in corrupt_local_state(Path(root) / "state" / APPLICATION_ID, rng):
+            for what in corrupt_local_state(state_dir / APPLICATION_ID, rng):
                 report.corruptions[what] += 1
                 print(f"trial {trial + 1}: damaged {what}", file=log, flush=True)
         print(f"trial {trial + 1}/{trials}: {label if crash is None else crash}", file=log, flush=True)
-        ended = run_once(command, crash_at=crash, kill_after_s=delay, log=log)
+        ended = run_once(command, crash_at=crash, kill_after_s=delay, log=log, archiver=archiver)
         report.trials += 1
         if ended == "finished":
             report.runs_finished_early += 1
@@ -166,10 +193,10 @@ def run_trials(
             report.violations.append(f"trial {trial + 1} ({label}) failed instead of crashing: {ended}")
         else:
             report.kills[label] += 1
-    ended = run_once(command, crash_at=None, kill_after_s=None, log=log)
+    ended = run_once(command, crash_at=None, kill_after_s=None, log=log, archiver=archiver)
     if ended != "finished":
         report.violations.append(f"the final run did not finish: {ended}")
-    report.stores_moved_aside = stores_moved_aside(Path(root) / "state" / APPLICATION_ID)
+    report.stores_moved_aside = stores_moved_aside(state_dir / APPLICATION_ID)
     return report
 
 
@@ -187,6 +214,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--corrupt", action="store_true", help="damage local stores and checkpoints between trials")
     parser.add_argument("--kafka", action="store_true", help="read the input from a Kafka-protocol broker the harness starts")
+    parser.add_argument(
+        "--s3", action="store_true",
+        help="put the job's root on an S3-compatible store the harness starts (SeaweedFS); --root is then the local directory for "
+        "state, the log archive and the copy of the store the checks read",
+    )
     parser.add_argument("--log", default=None, help="file for the job's output (default: <root>/harness.log)")
     args = parser.parse_args(argv)
     root = str(Path(args.root).absolute())
@@ -196,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
         kafka = stack.enter_context(KafkaBroker.start()).bootstrap_servers if args.kafka else None
-        report = _harness(root, args, kafka)
+        s3 = stack.enter_context(S3Server.start()) if args.s3 else None
+        report = _harness(root, args, kafka, s3)
     report.seconds = time.monotonic() - started
     print(report.summary())
     result = asdict(report)
@@ -206,11 +239,19 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if (report.violations and args.guarantee == "exactly_once") else 0
 
 
-def _harness(root: str, args: argparse.Namespace, kafka: str | None) -> Report:
-    append_events(root, args.events, seed=args.seed, appends=args.appends, kafka=kafka)
+def _harness(root: str, args: argparse.Namespace, kafka: str | None, s3: S3Server | None) -> Report:
+    """``root`` is local; with ``s3``, the job's root is on the store and ``root`` gets its state,
+    the log archive and, once the job is done, a copy of the store for the checks."""
+    job_root, filesystem = root, None
+    if s3 is not None:
+        job_root, filesystem = s3.uri("harness"), s3.filesystem()
+        # This process and every job it starts reach the store through the AWS variables.
+        os.environ.update(s3.storage_options)
+    append_events(job_root, args.events, seed=args.seed, appends=args.appends, kafka=kafka)
+    Path(root).mkdir(parents=True, exist_ok=True)
     with open(args.log or Path(root) / "harness.log", "a") as log:
         report = run_trials(
-            root,
+            job_root,
             trials=args.trials,
             guarantee=args.guarantee,
             emit=args.emit,
@@ -221,7 +262,12 @@ def _harness(root: str, args: argparse.Namespace, kafka: str | None) -> Report:
             retention=args.retention,
             corrupt=args.corrupt,
             kafka=kafka,
+            local=Path(root) if s3 is not None else None,
+            filesystem=filesystem,
         )
+    if s3 is not None:
+        report.storage = "s3 (SeaweedFS)"
+        pafs.copy_files(job_root.split("://", 1)[1], root, source_filesystem=filesystem, destination_filesystem=pafs.LocalFileSystem())
     check(root, report)
     return report
 

@@ -61,13 +61,15 @@ class Report:
     """Local state damaged between trials (``--corrupt``), by kind."""
     stores_moved_aside: int = 0
     seconds: float = 0.0
+    storage: str = "local disk"
+    """Where the job's root was: ``local disk`` or an object store (the checks read a local copy)."""
     source: str = "delta"
     """Where the job read its input: ``delta``, or ``kafka`` (the checks read the same events from
     the Delta copy under the root)."""
 
     def summary(self) -> str:
         lines = [
-            f"guarantee {self.guarantee}, emit {self.emit}, retention {self.retention}, source {self.source}: {self.trials} trials in {self.seconds:.0f} s "
+            f"guarantee {self.guarantee}, emit {self.emit}, retention {self.retention}, source {self.source}, storage {self.storage}: {self.trials} trials in {self.seconds:.0f} s "
             f"(kills: {dict(self.kills)}; runs that finished before their kill: {self.runs_finished_early})",
             f"  windows checked: {self.windows}, wrong: {self.wrong_windows}",
             f"  repartition records duplicated: {self.duplicated_repartition_records}, missing: {self.missing_repartition_records}",

@@ -234,6 +234,22 @@ def _topology_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hops", type=int, choices=(2, 3), default=2, help="sub-topologies (3: one more repartition)")
 
 
+def _storage_args(parser: argparse.ArgumentParser) -> None:
+    """generate and results reach an object-store root as run does: the same file, --set and AWS variables."""
+    parser.add_argument("--config", default=None, help="a TOML file of settings (its [storage_options] are used)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="storage_options.<KEY>=<value> for an object-store root")
+
+
+def _use_storage_settings(args: argparse.Namespace) -> None:
+    from sinks import use_storage_options
+
+    settings = {"application_id": APPLICATION_ID, "root": args.root}
+    for item in args.set or ():
+        key, _, value = item.partition("=")
+        settings[key] = value
+    use_storage_options(StreamsConfig.load(settings, file=args.config).storage_options)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobs.pageview", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -255,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--max-lateness-ms", type=int, default=30_000)
     gen.add_argument("--batches", type=int, default=1, help="with --events: in this many appends")
     gen.add_argument("--events-per-second", type=int, default=10_000, help="with --events: event-time rate, how fast timestamps advance")
+    _storage_args(gen)
 
     run = commands.add_parser("run", help="run the job on Spark")
     run.add_argument("--root", required=True)
@@ -277,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     results = commands.add_parser("results", help="print the windowed counts as CSV")
     results.add_argument("--root", required=True)
     results.add_argument("--raw", action="store_true", help="every committed output record, with partition and offset")
+    _storage_args(results)
 
     args = parser.parse_args(argv)
     if args.command == "generate" and args.kafka and args.rate is not None:
@@ -296,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _command(args: argparse.Namespace) -> int:
+    if args.command in ("generate", "results") and args.root:
+        _use_storage_settings(args)
     if args.command == "describe":
         print(build_topology(window_ms=args.window_ms, grace_ms=args.grace_ms, emit=args.emit, hops=args.hops).describe(), end="")
     elif args.command == "generate" and args.rate is not None:

@@ -179,3 +179,27 @@ class S3Server:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def main() -> int:
+    """``python -m jobs.s3_server``: a SeaweedFS on loopback for trying an ``s3://`` root by hand
+    (the README's cluster recipe). Prints the root and the environment to use, runs until SIGTERM
+    or Ctrl-C; its data goes when it stops."""
+    server = S3Server.start()
+    print(f"root: {server.uri('pageviews')}", flush=True)
+    for name, value in server.storage_options.items():
+        print(f"export {name}={value}", flush=True)
+    stopped = []
+    signal.signal(signal.SIGTERM, lambda *_: stopped.append(True))
+    try:
+        while not stopped and server.process.poll() is None:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
