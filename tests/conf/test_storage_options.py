@@ -64,3 +64,14 @@ def test_one_place_turns_options_into_delta_rs_and_pyarrow_settings():
     assert path == "bucket/prefix/topics/t"
     assert type(fs).__name__ == "S3FileSystem" and fs.region == "r"
     assert "127.0.0.1:9" in repr(fs.__reduce__())  # endpoint_override travels with the filesystem
+
+
+def test_an_object_store_root_keeps_its_state_on_local_disk_one_directory_per_root(tmp_path):
+    def state(root, **more):
+        return StreamsConfig.load({"application_id": "a", "root": root, **more}).local_state_dir
+
+    assert state(str(tmp_path)) == str(tmp_path / "state")
+    on_s3 = state("s3://bucket/prefix/")
+    assert not on_s3.startswith("s3:") and on_s3.endswith("state") and "bucket/prefix" in on_s3
+    assert state("s3://bucket/other") != on_s3
+    assert state("s3://bucket/prefix", state_dir="/mnt/local") == "/mnt/local"

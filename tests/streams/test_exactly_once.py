@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import time
 
 import pytest
 
 from jobs import crash_harness
-from sinks.transaction import TransactionLog
 from streams.runtime import COMMIT_CRASH_POINTS as POINTS
+from tests.racing_instances import race
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -61,39 +57,7 @@ def test_at_least_once_under_the_same_kills_duplicates_what_exactly_once_does_no
 
 
 def test_a_second_instance_fences_the_first_and_output_stays_exactly_once(tmp_path):
-    crash_harness.append_events(str(tmp_path), 20_000, seed=13, appends=40)
-    # The first instance crawls (40 small batches, one every 2.5 s) so it is still busy when the
-    # second takes over; the second catches up in big batches. Both are the same application.
-    slow = crash_harness.job_command(str(tmp_path), "exactly_once", "revisions", 500, commit_interval_ms=2500)
-    fast = crash_harness.job_command(str(tmp_path), "exactly_once", "revisions", 100_000)
-    env = {k: v for k, v in os.environ.items() if k != "DELTASTREAMS_CRASH_AT"}
-    log_dir = tmp_path / "logs"
-    log_dir.mkdir()
-    first_log, second_log = open(log_dir / "first.log", "w"), open(log_dir / "second.log", "w")
-    first = subprocess.Popen(slow, stdout=first_log, stderr=first_log, env=env, start_new_session=True)
-    second = None
-    try:
-        txlog_uri = str(tmp_path / "transactions" / "pageview" / "subtopology-0")
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:  # wait until the first instance has decided a few batches
-            decided = TransactionLog(txlog_uri, "probe").last_decided() if os.path.exists(txlog_uri) else None
-            if decided is not None and decided.seq >= 1:
-                break
-            assert first.poll() is None, (log_dir / "first.log").read_text()[-3000:]
-            time.sleep(0.5)
-        second = subprocess.Popen(fast, stdout=second_log, stderr=second_log, env=env, start_new_session=True)
-        assert second.wait(timeout=600) == 0, (log_dir / "second.log").read_text()[-3000:]
-        first_code = first.wait(timeout=120)
-    finally:
-        for process in (first, second):
-            if process is not None:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        first_log.close()
-        second_log.close()
-    zombie = (log_dir / "first.log").read_text()
+    first_code, zombie = race(str(tmp_path), tmp_path / "logs")
     assert first_code == 1 and "ProducerFencedError" in zombie and "was fenced" in zombie, zombie[-3000:]
     report = crash_harness.Report("exactly_once", "revisions")
     crash_harness.check(str(tmp_path), report)

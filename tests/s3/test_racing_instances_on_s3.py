@@ -1,0 +1,26 @@
+"""Two instances of one application on one s3:// root, each with its own local state (as on two
+machines): the second fences the first, and the output stays exactly once."""
+
+from __future__ import annotations
+
+import pyarrow.fs as pafs
+import pytest
+
+from jobs import crash_harness
+from tests.racing_instances import race
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def test_a_second_instance_fences_the_first_on_an_s3_root(s3_server, s3_root, tmp_path, monkeypatch):
+    for name, value in s3_server.storage_options.items():  # the jobs reach the store through the AWS variables
+        monkeypatch.setenv(name, value)
+    copy = tmp_path / "copy"  # the store's contents, for the checks; the second instance's state is in it
+    first_code, zombie = race(s3_root, tmp_path / "logs", state_dirs=(tmp_path / "first-state", copy / "state"))
+    assert first_code == 1 and "ProducerFencedError" in zombie and "was fenced" in zombie, zombie[-3000:]
+
+    pafs.copy_files(s3_root.split("://", 1)[1], str(copy), source_filesystem=s3_server.filesystem(), destination_filesystem=pafs.LocalFileSystem())
+    report = crash_harness.Report("exactly_once", "revisions")
+    crash_harness.check(str(copy), report)
+    assert report.violations == [], report.summary()
+    assert report.windows > 0 and report.stores_checked > 0, report.summary()
