@@ -93,5 +93,18 @@ def spark_session(config: StreamsConfig):
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    _quiet_checkpoint_interrupts(spark)
     spark.dataSource.register(DeltaTopicSource)
     return spark
+
+
+def _quiet_checkpoint_interrupts(spark) -> None:
+    """Stopping a query (the application's end, or a restart) interrupts the checkpoint write it
+    may be in, and Hadoop's local filesystem logs that as a WARN with a 60-line Java stack trace.
+    Our Spark checkpoints are disposable (progress lives in the transaction logs), so that is
+    never news to a user; other errors of that class still show."""
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel("org.apache.hadoop.util.Shell", jvm.org.apache.logging.log4j.Level.ERROR)
+    except Exception:  # another logging backend (a cluster's own log4j setup): keep its output as configured
+        pass
