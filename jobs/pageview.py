@@ -241,13 +241,14 @@ def _storage_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _use_storage_settings(args: argparse.Namespace) -> None:
-    from sinks import use_storage_options
+    from sinks import require_reachable, use_storage_options
 
     settings = {"application_id": APPLICATION_ID, "root": args.root}
     for item in args.set or ():
         key, _, value = item.partition("=")
         settings[key] = value
     use_storage_options(StreamsConfig.load(settings, file=args.config).storage_options)
+    require_reachable(args.root)
 
 
 def main(argv: list[str] | None = None) -> int:

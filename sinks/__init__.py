@@ -15,7 +15,15 @@ from sinks._internal.files import (
     write_staged_file,
 )
 from sinks._internal.commit_probe import require_exclusive_commits
-from sinks._internal.storage import create_table, current_storage_options, is_object_store, open_table, table_exists, use_storage_options
+from sinks._internal.storage import (
+    create_table,
+    current_storage_options,
+    is_object_store,
+    open_table,
+    require_reachable,
+    table_exists,
+    use_storage_options,
+)
 from sinks.partitioner import murmur2, partition_for, partitions_for
 from sinks.topics import AppendResult, Topic, TopicLayout, check_expected_types, create_topic, create_topic_with_layout, topic_uri
 
@@ -46,6 +54,7 @@ __all__ = [
     "read_data_file",
     "read_staged_file",
     "require_exclusive_commits",
+    "require_reachable",
     "rewrite_file",
     "snapshot_files",
     "topic_uri",

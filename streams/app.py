@@ -24,7 +24,7 @@ from pathlib import Path
 
 from conf import StreamsConfig
 from conf.errors import ConfigError, DeltaStreamsError, TopicNotFoundError, TopologyError
-from sinks import Topic, check_expected_types, is_object_store, require_exclusive_commits, use_storage_options
+from sinks import Topic, check_expected_types, is_object_store, require_exclusive_commits, require_reachable, use_storage_options
 from streams._internal.runtime import task_host
 from streams._internal.runtime.checkpoints import fresh_checkpoint
 from streams._internal.runtime.committer import Committer
@@ -102,6 +102,7 @@ class StreamsApp:
     def start(self) -> None:
         phases = Phases()
         with phases.time("check"):
+            require_reachable(self.config.root)
             if self.config.exactly_once and is_object_store(self.config.root):
                 # Local filesystems get exclusive commits from delta-rs' rename-without-replace;
                 # an object store only if it honours If-None-Match.

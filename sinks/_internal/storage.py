@@ -22,6 +22,7 @@ import pyarrow.fs as pafs
 from deltalake import DeltaTable
 
 from conf._parse import boolean
+from conf.errors import ConfigError
 from conf.storage import storage_options_from
 
 _OBJECT_STORE_SCHEMES = ("s3", "s3a")
@@ -86,3 +87,31 @@ def _s3(options: tuple[tuple[str, str], ...]) -> pafs.S3FileSystem:
     if "AWS_VIRTUAL_HOSTED_STYLE_REQUEST" in given:
         kwargs["force_virtual_addressing"] = boolean(given["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"], "storage_options.AWS_VIRTUAL_HOSTED_STYLE_REQUEST")
     return pafs.S3FileSystem(**kwargs)
+
+
+_STORE_ERRORS = (
+    (("SIGNATURE_DOES_NOT_MATCH", "INVALID_ACCESS_KEY_ID", "ACCESS_DENIED"), "the store refused the credentials: check "
+     "storage_options.AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or the AWS_* environment variables)"),
+    (("NETWORK_CONNECTION", "Could not connect", "Couldn't resolve"), "nothing answers at the endpoint: check storage_options.AWS_ENDPOINT_URL "
+     "and that the store is running"),
+)
+
+
+def require_reachable(root: str) -> None:
+    """Fail with a ConfigError that says what to fix when an object-store root cannot be used
+    (no such bucket, refused credentials, no store at the endpoint), before anything else meets
+    the store's error deep inside delta-rs or a Spark task. Local roots pass."""
+    if not is_object_store(root):
+        return
+    fs, path = object_store_filesystem(root)
+    bucket = path.split("/", 1)[0]
+    endpoint = current_storage_options().get("AWS_ENDPOINT_URL", "the default AWS endpoint")
+    try:
+        found = fs.get_file_info(bucket).type != pafs.FileType.NotFound
+        if found:
+            fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    except OSError as e:
+        advice = next((fix for signs, fix in _STORE_ERRORS if any(sign in str(e) for sign in signs)), "check storage_options")
+        raise ConfigError(f"cannot use the root {root} at {endpoint}: {advice} ({str(e).splitlines()[0][:300]})", setting="storage_options") from None
+    if not found:
+        raise ConfigError(f"the root {root} is in bucket {bucket!r}, which does not exist at {endpoint}: create it, or fix the root", setting="root")
