@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from jobs.harness_log_archive import ARCHIVE, LogArchiver, history
-from tests.jobs.test_harness_log_archive import busy_topic
 from sinks.retention import clean_log
+from tests.jobs.test_harness_log_archive import busy_topic
 
 
 def test_the_archive_of_an_s3_root_keeps_every_commit_that_log_retention_deletes(s3_server, s3_root, tmp_path):
