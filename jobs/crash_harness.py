@@ -147,6 +147,8 @@ def run_trials(
     seed: int,
     log,
     append_per_trial: int = 0,
+    appends_per_trial: int = 1,
+    only_points: tuple[str, ...] | None = None,
     retention: str = "off",
     corrupt: bool = False,
     kafka: str | None = None,
@@ -154,7 +156,9 @@ def run_trials(
     filesystem: pafs.FileSystem | None = None,
 ) -> Report:
     """``append_per_trial`` new events arrive before every trial, so each trial has work to be
-    killed in, however many trials there are. ``corrupt``: damage local state between trials.
+    killed in, however many trials there are, in ``appends_per_trial`` appends (Delta versions,
+so about as many batches). ``only_points``: kill at these named points only (and at random).
+``corrupt``: damage local state between trials.
     ``local``: with an object-store ``root`` (reached through ``filesystem``), the local
     directory for the job's state and the harness's log archive."""
     rng = random.Random(seed)
@@ -172,6 +176,11 @@ def run_trials(
         points = tuple(p for p in points if not p.startswith(RETENTION_POINT_PREFIX))
     elif not any(p.startswith(RETENTION_POINT_PREFIX) for p in points):
         print("note: the job defines no retention kill points; only random kills hit retention steps", file=log, flush=True)
+    if only_points:
+        unknown = sorted(set(only_points) - set(points))
+        if unknown:
+            raise ValueError(f"no such kill point(s) here: {unknown}; known: {', '.join(points)}")
+        points = tuple(only_points)
     for trial in range(trials):
         if trial < len(points) or rng.random() < 0.3:
             point = points[trial % len(points)] if trial < len(points) else rng.choice(points)
@@ -179,7 +188,7 @@ def run_trials(
         else:
             crash, delay, label = None, rng.uniform(10.0, 45.0), "random"  # start-up takes ~20 s
         if append_per_trial and trial:
-            append_events(root, append_per_trial, seed=seed + trial, appends=1, kafka=kafka)
+            append_events(root, append_per_trial, seed=seed + trial, appends=appends_per_trial, kafka=kafka)
         if corrupt and trial:
             for what in corrupt_local_state(state_dir / APPLICATION_ID, rng):
                 report.corruptions[what] += 1
@@ -212,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--emit", choices=("revisions", "final"), default="revisions")
     parser.add_argument("--retention", choices=("on", "off"), default="off", help="run the job with aggressive retention settings")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--appends-per-trial", type=int, default=1, help="the new events of a trial in this many appends (more batches per run)")
+    parser.add_argument("--points", default=None, help="comma-separated kill points to use instead of all (random kills still happen)")
     parser.add_argument("--corrupt", action="store_true", help="damage local stores and checkpoints between trials")
     parser.add_argument("--kafka", action="store_true", help="read the input from a Kafka-protocol broker the harness starts")
     parser.add_argument(
@@ -259,6 +270,8 @@ def _harness(root: str, args: argparse.Namespace, kafka: str | None, s3: S3Serve
             seed=args.seed,
             log=log,
             append_per_trial=args.append_per_trial,
+            appends_per_trial=args.appends_per_trial,
+            only_points=tuple(args.points.split(",")) if args.points else None,
             retention=args.retention,
             corrupt=args.corrupt,
             kafka=kafka,
