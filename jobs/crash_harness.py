@@ -184,7 +184,9 @@ so about as many batches). ``only_points``: kill at these named points only (and
     for trial in range(trials):
         if trial < len(points) or rng.random() < 0.3:
             point = points[trial % len(points)] if trial < len(points) else rng.choice(points)
-            crash, delay, label = f"{point}@{rng.randint(1, 3)}", None, point
+            # A retention step reaches its points once or twice per run at most: kill at the first.
+            nth = 1 if point.startswith(RETENTION_POINT_PREFIX) else rng.randint(1, 3)
+            crash, delay, label = f"{point}@{nth}", None, point
         else:
             crash, delay, label = None, rng.uniform(10.0, 45.0), "random"  # start-up takes ~20 s
         if append_per_trial and trial:
