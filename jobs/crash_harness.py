@@ -149,6 +149,7 @@ def run_trials(
     append_per_trial: int = 0,
     appends_per_trial: int = 1,
     only_points: tuple[str, ...] | None = None,
+    named_fraction: float = 0.3,
     retention: str = "off",
     corrupt: bool = False,
     kafka: str | None = None,
@@ -157,7 +158,8 @@ def run_trials(
 ) -> Report:
     """``append_per_trial`` new events arrive before every trial, so each trial has work to be
     killed in, however many trials there are, in ``appends_per_trial`` appends (Delta versions,
-so about as many batches). ``only_points``: kill at these named points only (and at random).
+so about as many batches). ``only_points``: kill at these named points only (and at random). After one trial per point,
+a trial is armed at a named point with probability ``named_fraction``, else killed at random.
 ``corrupt``: damage local state between trials.
     ``local``: with an object-store ``root`` (reached through ``filesystem``), the local
     directory for the job's state and the harness's log archive."""
@@ -182,7 +184,7 @@ so about as many batches). ``only_points``: kill at these named points only (and
             raise ValueError(f"no such kill point(s) here: {unknown}; known: {', '.join(points)}")
         points = tuple(only_points)
     for trial in range(trials):
-        if trial < len(points) or rng.random() < 0.3:
+        if trial < len(points) or rng.random() < named_fraction:
             point = points[trial % len(points)] if trial < len(points) else rng.choice(points)
             # A retention step reaches its points once or twice per run at most: kill at the first.
             nth = 1 if point.startswith(RETENTION_POINT_PREFIX) else rng.randint(1, 3)
@@ -225,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--appends-per-trial", type=int, default=1, help="the new events of a trial in this many appends (more batches per run)")
     parser.add_argument("--points", default=None, help="comma-separated kill points to use instead of all (random kills still happen)")
+    parser.add_argument("--named-fraction", type=float, default=0.3, help="after one trial per point: the share of trials armed at a named point")
     parser.add_argument("--corrupt", action="store_true", help="damage local stores and checkpoints between trials")
     parser.add_argument("--kafka", action="store_true", help="read the input from a Kafka-protocol broker the harness starts")
     parser.add_argument(
@@ -274,6 +277,7 @@ def _harness(root: str, args: argparse.Namespace, kafka: str | None, s3: S3Serve
             append_per_trial=args.append_per_trial,
             appends_per_trial=args.appends_per_trial,
             only_points=tuple(args.points.split(",")) if args.points else None,
+            named_fraction=args.named_fraction,
             retention=args.retention,
             corrupt=args.corrupt,
             kafka=kafka,
