@@ -38,18 +38,18 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 import pyarrow.fs as pafs
 
 from jobs.harness_checks import GRACE_MS, WINDOW_MS, Report, check
-from jobs.harness_log_archive import ARCHIVE, LogArchiver
 from jobs.harness_damage import corrupt_local_state, stores_moved_aside
+from jobs.harness_log_archive import ARCHIVE, LogArchiver
 from jobs.kafka_broker import KafkaBroker
-from jobs.s3_server import S3Server
 from jobs.pageview import APPLICATION_ID, generate, generate_to_kafka
+from jobs.s3_server import S3Server
 from streams.runtime import CRASH_POINTS as POINTS
 
 EVENTS_PER_SECOND = 300
@@ -158,9 +158,9 @@ def run_trials(
 ) -> Report:
     """``append_per_trial`` new events arrive before every trial, so each trial has work to be
     killed in, however many trials there are, in ``appends_per_trial`` appends (Delta versions,
-so about as many batches). ``only_points``: kill at these named points only (and at random). After one trial per point,
-a trial is armed at a named point with probability ``named_fraction``, else killed at random.
-``corrupt``: damage local state between trials.
+    so about as many batches). ``only_points``: kill at these named points only (and at random).
+    After one trial per point, a trial is armed at a named point with probability
+    ``named_fraction``, else killed at random. ``corrupt``: damage local state between trials.
     ``local``: with an object-store ``root`` (reached through ``filesystem``), the local
     directory for the job's state and the harness's log archive."""
     rng = random.Random(seed)
