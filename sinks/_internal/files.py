@@ -99,6 +99,13 @@ def _dictionary_columns(rows: pa.Table) -> list[str]:
     return chosen
 
 
+def _make_dir(fs: pafs.FileSystem, path: str) -> None:
+    """A local filesystem needs the directory before a file goes in; an object store has none,
+    and pyarrow would write an empty marker object per call: a round trip for every file."""
+    if not isinstance(fs, pafs.S3FileSystem):
+        fs.create_dir(path, recursive=True)
+
+
 def write_partition_file(table_uri: str, partition: int, rows: pa.Table, *, staging: bool = False, transient: bool = False) -> DataFile:
     """Write ``rows`` (without the partition column, offsets already assigned) as one file:
     Parquet in the partition's directory, or Arrow IPC under ``_staging`` if ``staging``.
@@ -109,12 +116,12 @@ def write_partition_file(table_uri: str, partition: int, rows: pa.Table, *, stag
     first = offsets[0].as_py()
     if staging:
         rel = f"{STAGING}/{partition}-{first:020d}-{uuid.uuid4().hex}.arrow"
-        fs.create_dir(f"{base}/{STAGING}", recursive=True)
+        _make_dir(fs, f"{base}/{STAGING}")
         with fs.open_output_stream(f"{base}/{rel}") as stream, pa.ipc.new_file(stream, rows.schema) as writer:
             writer.write_table(rows)
     else:
         rel = f"{PARTITION}={partition}/part-{first:020d}-{uuid.uuid4().hex}.parquet"
-        fs.create_dir(f"{base}/{PARTITION}={partition}", recursive=True)
+        _make_dir(fs, f"{base}/{PARTITION}={partition}")
         options = _TRANSIENT if transient else _DURABLE
         pq.write_table(rows, f"{base}/{rel}", filesystem=fs, use_dictionary=_dictionary_columns(rows), **options)
     full = f"{base}/{rel}"
@@ -139,7 +146,7 @@ def write_staged_file(table_uri: str, partition: int, records: pa.Table) -> Data
     file into the partition's Parquet file, assigning offsets then."""
     fs, base = filesystem_for(table_uri)
     rel = f"{STAGING}/{partition}-{uuid.uuid4().hex}.arrow"
-    fs.create_dir(f"{base}/{STAGING}", recursive=True)
+    _make_dir(fs, f"{base}/{STAGING}")
     with fs.open_output_stream(f"{base}/{rel}") as stream, pa.ipc.new_file(stream, records.schema) as writer:
         writer.write_table(records)
     stamps = pc.min_max(records.column(TIMESTAMP))

@@ -86,7 +86,10 @@ def _s3(options: tuple[tuple[str, str], ...]) -> pafs.S3FileSystem:
             kwargs[argument] = given[option]
     if "AWS_VIRTUAL_HOSTED_STYLE_REQUEST" in given:
         kwargs["force_virtual_addressing"] = boolean(given["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"], "storage_options.AWS_VIRTUAL_HOSTED_STYLE_REQUEST")
-    return pafs.S3FileSystem(**kwargs)
+    # Delayed open: a small file becomes one PUT at close instead of a multipart upload opened
+    # first (measured on SeaweedFS: 20 -> 6 ms per Arrow file); errors then surface at close,
+    # which every writer here waits for before the file is named in a commit.
+    return pafs.S3FileSystem(allow_delayed_open=True, **kwargs)
 
 
 _STORE_ERRORS = (
