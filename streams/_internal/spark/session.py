@@ -28,6 +28,8 @@ _DEFAULTS = {
     # Python workers over a Unix socket: the JVM's small writes to them over TCP waited for delayed
     # ACKs (~40 ms each, seen with strace); a 2-task job took ~100 ms instead of ~140 ms.
     "spark.python.unix.domain.socket.enabled": "true",
+    # PySpark's daemon, without the BrokenPipeError tracebacks every run's end printed.
+    "spark.python.daemon.module": "streams._internal.spark.quiet_daemon",
 }
 
 
