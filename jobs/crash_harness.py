@@ -286,7 +286,7 @@ def _harness(root: str, args: argparse.Namespace, kafka: str | None, s3: S3Serve
         )
     if s3 is not None:
         report.storage = "s3 (SeaweedFS)"
-        pafs.copy_files(job_root.split("://", 1)[1], root, source_filesystem=filesystem, destination_filesystem=pafs.LocalFileSystem())
+        s3.download(job_root, root)
     check(root, report)
     return report
 

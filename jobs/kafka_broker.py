@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobs.process_tree import terminate
+
 
 class BrokerUnavailable(RuntimeError):
     """The broker binary is missing or cannot run on this machine."""
@@ -98,13 +100,7 @@ class KafkaBroker:
             future.result(timeout=10)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process, grace_s=10)
         self.log.close()
 
     def __enter__(self) -> KafkaBroker:

@@ -1,4 +1,5 @@
-"""The processes of a job and their resident memory, from ``/proc`` (Linux).
+"""The processes of a job and their resident memory, from ``/proc`` (Linux); and how the tools
+stop a process they started (:func:`terminate`).
 
 A job is its driver process, the driver's descendants (the JVM, Spark's Python daemon and its
 workers) and every process in a process group one of those belongs to: Spark's Python daemon
@@ -11,6 +12,8 @@ starter's siblings.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 from dataclasses import dataclass
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -89,3 +92,17 @@ def still_running(processes: list[ProcessInfo]) -> list[ProcessInfo]:
         if now is not None and now.started == info.started:
             alive.append(now)
     return alive
+
+
+def terminate(process: subprocess.Popen, grace_s: float) -> bool:
+    """SIGTERM, ``grace_s`` to exit, then SIGKILL; always waited for. Whether it had to be killed."""
+    if process.poll() is not None:
+        return False
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(grace_s)
+        return False
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return True

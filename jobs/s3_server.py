@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobs.process_tree import terminate
+
 ACCESS_KEY = "deltastreams"
 SECRET_KEY = "deltastreams-secret"
 REGION = "us-east-1"
@@ -158,19 +160,20 @@ class S3Server:
             access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION, endpoint_override=f"127.0.0.1:{self.port}", scheme="http", **kwargs
         )
 
+    def download(self, uri: str, directory: str | Path) -> None:
+        """Copy everything under ``uri`` (an ``s3://`` root on this server) into a local
+        directory, for checks that read a root's files (the crash harness's)."""
+        import pyarrow.fs as pafs
+
+        pafs.copy_files(uri.split("://", 1)[1], str(directory), source_filesystem=self.filesystem(), destination_filesystem=pafs.LocalFileSystem())
+
     def output(self) -> str:
         self.log.seek(0)
         return self.log.read().decode(errors="replace")
 
     def stop(self, grace_s: float = 4.0) -> None:
         """SIGTERM, ~4 s for SeaweedFS to shut its components down, then SIGKILL; always waited for."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process, grace_s)
         self.log.close()
         self.directory.cleanup()
 

@@ -39,7 +39,7 @@ from conf import StreamsConfig
 from conf.errors import DeltaStreamsError
 from jobs import soak_verdict as verdict
 from jobs.pageview import APPLICATION_ID, INPUT_TOPIC, build_topology
-from jobs.process_tree import ProcessInfo, all_processes, job_processes, still_running
+from jobs.process_tree import ProcessInfo, all_processes, job_processes, still_running, terminate
 from jobs.soak_probe import BatchLog, memory, storage
 
 STARTUP_TIMEOUT_S = 300.0
@@ -231,15 +231,7 @@ def _batch_stats(batches: list) -> dict:
 
 def _terminate(process: subprocess.Popen, timeout_s: float) -> Stopped:
     started = time.monotonic()
-    killed = False
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            killed = True
+    killed = terminate(process, timeout_s)
     return Stopped(process.returncode, round(time.monotonic() - started, 1), killed)
 
 

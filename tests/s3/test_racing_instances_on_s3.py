@@ -3,7 +3,6 @@ machines): the second fences the first, and the output stays exactly once."""
 
 from __future__ import annotations
 
-import pyarrow.fs as pafs
 import pytest
 
 from jobs import crash_harness
@@ -19,7 +18,7 @@ def test_a_second_instance_fences_the_first_on_an_s3_root(s3_server, s3_root, tm
     first_code, zombie = race(s3_root, tmp_path / "logs", state_dirs=(tmp_path / "first-state", copy / "state"))
     assert first_code == 1 and "ProducerFencedError" in zombie and "was fenced" in zombie, zombie[-3000:]
 
-    pafs.copy_files(s3_root.split("://", 1)[1], str(copy), source_filesystem=s3_server.filesystem(), destination_filesystem=pafs.LocalFileSystem())
+    s3_server.download(s3_root, copy)
     report = crash_harness.Report("exactly_once", "revisions")
     crash_harness.check(str(copy), report)
     assert report.violations == [], report.summary()
