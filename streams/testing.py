@@ -3,7 +3,10 @@
 It runs the very processing core the Spark runtime runs, one task per sub-topology (every topic
 has one partition), committing after every input record as Kafka's TopologyTestDriver does
 (``pipe_batch`` commits once for several records, to see record caching at work). Records written
-to a repartition topic are processed by the downstream sub-topology at once.
+to a repartition topic are processed by the downstream sub-topology once the batch that wrote them
+has committed: after ``pipe_input`` one at a time, each committed on its own, the topic whose
+next record has the smallest timestamp first (Kafka's driver, whose task takes its queued
+partitions in that order); after ``pipe_batch`` as one batch per topic.
 
 Stores follow the production lifecycle: a batch's writes stay pending; at commit, its changelog
 entries are appended to the changelogs the driver keeps, the pending writes are discarded, and the
@@ -88,6 +91,10 @@ class TopologyTestDriver:
         self._changelogs: dict[str, list[ChangelogEntry]] = {name: [] for name in topology.stores}
         self._outputs: dict[str, list[TestRecord]] = {}
         self._offsets: dict[str, int] = {}
+        self._internal: dict[str, list[pa.Table]] = {}
+        """Records written to repartition topics, not processed yet, per topic in order."""
+        self._one_at_a_time = False
+        self._draining = False
         self.dropped_records = 0
         self.wall_clock_ms = 0
         self._open_tasks()
@@ -162,12 +169,14 @@ class TopologyTestDriver:
 
     def pipe_input(self, topic: str, key: Any, value: Any, timestamp: int | None = None, *, headers: Iterable[tuple[str, bytes]] | None = None) -> None:
         """One record, one commit; ``headers``: Kafka's record headers, ``(key, bytes)`` pairs."""
-        if headers is None:
-            self.pipe_batch(topic, [(key, value, timestamp)])
-            return
         self._check_source(topic)
         stamp = self.wall_clock_ms if timestamp is None else timestamp
-        self._deliver(topic, self._records(topic, pa.array([key]), pa.array([value]), [stamp], headers=headers_array([list(headers)])))
+        header_column = headers_array([list(headers)]) if headers is not None else None
+        self._one_at_a_time = True
+        try:
+            self._deliver(topic, self._records(topic, pa.array([key]), pa.array([value]), [stamp], headers=header_column))
+        finally:
+            self._one_at_a_time = False
 
     def pipe_inputs(self, topic: str, records: Iterable[tuple[Any, Any, int | None]]) -> None:
         """Several records, one commit each."""
@@ -222,6 +231,25 @@ class TopologyTestDriver:
             inputs = {t: records for t, records in batch.items() if t in task.subtopology.source_topics}
             if inputs:
                 self._run(task, inputs)
+        if not self._draining:
+            self._drain_internal()
+
+    def _drain_internal(self) -> None:
+        """Process what the committed batches wrote to repartition topics, until none is left."""
+        self._draining = True
+        try:
+            while self._internal:
+                if self._one_at_a_time:
+                    topic = min(self._internal, key=lambda t: self._internal[t][0].column("timestamp")[0].as_py())
+                else:
+                    topic = next(iter(self._internal))
+                queue = self._internal[topic]
+                head = queue.pop(0)
+                if not queue:
+                    del self._internal[topic]
+                self._deliver(topic, head)
+        finally:
+            self._draining = False
 
     def _run(self, task: TaskProcessor, inputs: Mapping[str, pa.Table], *, idle_advance_ms: int | None = None) -> None:
         wall_ms = self.wall_clock_ms
@@ -252,14 +280,19 @@ class TopologyTestDriver:
         self._stores[store].restore(entries)
 
     def send(self, topic: str, table: pa.Table) -> None:
-        """A repartition topic's records go to the downstream sub-topology at once; others are
+        """A repartition topic's records are queued for the downstream sub-topology; others are
         kept for :meth:`read_output`."""
         if table.num_rows == 0:
             return
         if topic in self.topology.internal_topics:
             windows = (table.column("window_start"), table.column("window_end")) if "window_start" in table.column_names else None
             headers = table.column(HEADERS) if HEADERS in table.column_names else None
-            self._deliver(topic, self._records(topic, table.column("key"), table.column("value"), table.column("timestamp").to_pylist(), windows, headers))
+            records = self._records(topic, table.column("key"), table.column("value"), table.column("timestamp").to_pylist(), windows, headers)
+            queue = self._internal.setdefault(topic, [])
+            if self._one_at_a_time:
+                queue.extend(records.slice(i, 1) for i in range(records.num_rows))
+            else:
+                queue.append(records)
         else:
             self._collect(topic, table)
 

@@ -1,0 +1,77 @@
+"""Scenarios: a shape, its parameters, the caching setting and the input records, as JSON both
+drivers read. Inputs are drawn to make trouble: keys from a small domain so windows and joins
+collide, out-of-order and too-late timestamps, null keys and values, headers."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from jobs.differential.shapes import SHAPES
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    shape: str
+    params: dict
+    caching: bool
+    inputs: list[dict] = field(default_factory=list)
+    """``{"topic", "key", "value", "timestamp", "headers": [[key, value], ...]}`` in pipe order."""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Scenario:
+        return cls(**json.loads(text))
+
+    def with_inputs(self, inputs: list[dict]) -> Scenario:
+        return Scenario(self.id, self.shape, self.params, self.caching, inputs)
+
+
+def scenario_rng(seed: int, index: int) -> random.Random:
+    """The generator of scenario ``index`` of a run seeded ``seed``: any one scenario can be drawn
+    again on its own."""
+    return random.Random(f"{seed}/{index}")
+
+
+def draw_scenario(seed: int, index: int, shapes: list[str] | None = None) -> Scenario:
+    rng = scenario_rng(seed, index)
+    shape = SHAPES[rng.choice(sorted(shapes or SHAPES))]
+    return Scenario(
+        id=f"{seed}-{index}",
+        shape=shape.name,
+        params=shape.draw(rng),
+        caching=rng.random() < 0.5,
+        inputs=draw_inputs(rng, shape.inputs),
+    )
+
+
+def draw_inputs(rng: random.Random, topics: tuple[str, ...]) -> list[dict]:
+    keys = ["a", "b", "c", "d"][: rng.randint(1, 4)]
+    null_keys = rng.choice((0.0, 0.0, 0.05, 0.2))
+    null_values = rng.choice((0.0, 0.0, 0.05, 0.2))
+    disorder = rng.choice((0.0, 0.1, 0.3))
+    too_late = rng.choice((0.0, 0.05, 0.2))
+    headers = rng.random() < 0.3
+    time = rng.randint(0, 30)
+    inputs: list[dict[str, Any]] = []
+    for i in range(rng.randint(1, 30)):
+        time += rng.choice((0, 0, 1, 2, 3, 5, 8))
+        stamp = time
+        roll = rng.random()
+        if roll < too_late:
+            stamp = max(0, time - rng.randint(20, 60))
+        elif roll < too_late + disorder:
+            stamp = max(0, time - rng.randint(1, 10))
+        inputs.append({
+            "topic": rng.choice(topics),
+            "key": None if rng.random() < null_keys else rng.choice(keys),
+            "value": None if rng.random() < null_values else str(rng.randint(0, 9)),
+            "timestamp": stamp,
+            "headers": [["h", str(i)]] if headers and rng.random() < 0.7 else [],
+        })
+    return inputs

@@ -1,0 +1,225 @@
+"""The catalogue of topology shapes: each builds a topology from parameters with deltastreams' DSL
+exactly as ``jvm/src/main/java/deltastreams/oracle/Shapes.java`` builds it with Kafka Streams',
+and draws random parameters for itself. A parameter ``name`` names the operator (deltastreams'
+``name=``; Kafka's ``Named``/``Materialized``/``Grouped``/``Produced``/``Consumed``/``Suppressed``
+names), so generated and user-named operators are both checked."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import count
+from typing import Any
+
+from jobs.differential import functions as f
+from streams import BufferConfig, EmitStrategy, SessionWindows, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows
+from streams.dsl import KStream
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    build: Callable[[StreamsBuilder, dict], None]
+    """Adds the shape's topology to a builder."""
+    draw: Callable[[random.Random], dict]
+    """Random parameters."""
+    inputs: tuple[str, ...] = ("in",)
+    """The topics scenarios pipe records into."""
+    outputs: tuple[str, ...] = ("out",)
+    """The topics whose records are compared."""
+
+
+# -- drawing names ----------------------------------------------------------------------------
+
+
+class _Names:
+    """Draws a user name for an operator now and then; names are unique within a topology."""
+
+    def __init__(self, rng: random.Random, chance: float) -> None:
+        self.rng, self.chance, self.counter = rng, chance, count()
+
+    def maybe(self, what: str) -> dict:
+        return {"name": f"{what}-{next(self.counter)}"} if self.rng.random() < self.chance else {}
+
+
+def _named(p: dict) -> dict:
+    name = (p or {}).get("name")
+    return {"name": name} if name is not None else {}
+
+
+# -- stateless chains -------------------------------------------------------------------------
+
+_CHAIN_OPS = ("filter", "filter_not", "map_values", "select_key", "map", "flat_map_values", "flat_map", "peek", "repartition")
+_KEY_PRESERVING_OPS = ("filter", "filter_not", "map_values", "flat_map_values", "peek")
+
+
+def draw_chain(rng: random.Random, names: _Names, length: int, ops: tuple[str, ...] = _CHAIN_OPS) -> list[dict]:
+    chain = []
+    for _ in range(length):
+        op = rng.choice(ops)
+        step: dict[str, Any] = {"op": op}
+        if op in ("filter", "filter_not"):
+            step |= {"m": rng.randint(2, 5), "r": 0, "keep_null": rng.random() < 0.5}
+            step["r"] = rng.randrange(step["m"])
+        elif op == "map_values":
+            step["a"] = rng.randint(0, 3)
+        elif op == "select_key":
+            step["m"] = rng.randint(2, 4)
+        elif op == "map":
+            step |= {"m": rng.randint(2, 4), "a": rng.randint(0, 3)}
+        elif op == "flat_map_values":
+            step["n"] = rng.randint(0, 2)
+        elif op == "flat_map":
+            step |= {"n": rng.randint(0, 2), "m": rng.randint(2, 4)}
+        chain.append(step | names.maybe(op))
+    return chain
+
+
+def chain(stream: KStream, ops: list[dict]) -> KStream:
+    for op in ops:
+        name = _named(op)
+        match op["op"]:
+            case "filter":
+                stream = stream.filter(f.filter_(op["m"], op["r"], op["keep_null"]), **name)
+            case "filter_not":
+                stream = stream.filter_not(f.filter_(op["m"], op["r"], op["keep_null"]), **name)
+            case "map_values":
+                stream = stream.map_values(f.add_to_value(op["a"]), **name)
+            case "select_key":
+                stream = stream.select_key(f.key_from_value("k", op["m"]), **name)
+            case "map":
+                stream = stream.map(f.map_(op["m"], op["a"]), **name)
+            case "flat_map_values":
+                stream = stream.flat_map_values(f.flat_map_values(op["n"]), **name)
+            case "flat_map":
+                stream = stream.flat_map(f.flat_map(op["n"], op["m"]), **name)
+            case "peek":
+                stream = stream.peek(lambda k, v: None, **name)
+            case "repartition":
+                stream = stream.repartition(**name)
+            case other:
+                raise ValueError(f"no stateless operator named {other!r}")
+    return stream
+
+
+def source(builder: StreamsBuilder, topic: str, p: dict) -> KStream:
+    return builder.stream(topic, **_named(p.get("source")))
+
+
+def sink(stream: KStream, p: dict) -> None:
+    stream.to("out", **_named(p.get("sink")))
+
+
+# -- shapes -----------------------------------------------------------------------------------
+
+
+def build_stateless(builder: StreamsBuilder, p: dict) -> None:
+    sink(chain(source(builder, "in", p), p["chain"]), p)
+
+
+def draw_stateless(rng: random.Random) -> dict:
+    names = _Names(rng, rng.choice((0.0, 0.3, 1.0)))
+    return {
+        "source": names.maybe("source"),
+        "chain": draw_chain(rng, names, rng.randint(0, 5)),
+        "sink": names.maybe("sink"),
+    }
+
+
+def build_aggregate(builder: StreamsBuilder, p: dict) -> None:
+    stream = chain(source(builder, "in", p), p["pre"])
+    grouping = p["grouping"]
+    if grouping["by"] == "key":
+        grouped = stream.group_by_key(**_named(grouping))
+    else:
+        grouped = stream.group_by(f.key_from_value("g", grouping["m"]), **_named(grouping))
+    w = p["windows"]
+    final = p.get("emit") == "final"
+    match w["type"]:
+        case "none":
+            windowed = grouped
+        case "tumbling" | "hopping":
+            spec = TimeWindows.of_size_and_grace(w["size"], w["grace"])
+            if w["type"] == "hopping":
+                spec = spec.advance_by(w["advance"])
+            windowed = grouped.windowed_by(spec)
+        case "sliding":
+            windowed = grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(w["difference"], w["grace"]))
+        case "session":
+            windowed = grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(w["gap"], w["grace"]))
+        case other:
+            raise ValueError(f"no windows of type {other!r}")
+    if final:
+        windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
+    aggregation = p["aggregation"]
+    store = _named(aggregation)
+    match aggregation["kind"]:
+        case "count":
+            table = windowed.count(**store)
+        case "reduce":
+            table = windowed.reduce(f.total, **store)
+        case "aggregate" if w["type"] == "session":
+            table = windowed.aggregate(f.zero, f.append, f.merge_sessions, **store)
+        case "aggregate":
+            table = windowed.aggregate(f.zero, f.append, **store)
+    if p.get("suppress"):
+        table = table.suppress(_suppressed(p["suppress"]), **_named(p["suppress"]))
+    out = table.to_stream(**_named(p.get("to_stream")))
+    if p.get("post") == "to_strings":
+        out = out.map(lambda k, v: (f.key_text(k), None if v is None else str(v)))
+    sink(out, p)
+
+
+def _suppressed(s: dict) -> Suppressed:
+    if s["until"] == "window_close":
+        return Suppressed.until_window_closes(BufferConfig.unbounded())
+    buffer = BufferConfig.max_records(s["max_records"]).emit_early_when_full() if "max_records" in s else BufferConfig.unbounded()
+    return Suppressed.until_time_limit(s["limit_ms"], buffer)
+
+
+def draw_aggregate(rng: random.Random) -> dict:
+    names = _Names(rng, rng.choice((0.0, 0.3, 1.0)))
+    window_type = rng.choice(("none", "tumbling", "hopping", "sliding", "session"))
+    windows: dict[str, Any] = {"type": window_type}
+    if window_type in ("tumbling", "hopping"):
+        windows |= {"size": rng.choice((5, 10, 20)), "grace": rng.choice((0, 5, 20))}
+        if window_type == "hopping":
+            windows["advance"] = rng.choice([a for a in (2, 5, 10) if a < windows["size"]])
+    elif window_type == "sliding":
+        windows |= {"difference": rng.choice((5, 10)), "grace": rng.choice((0, 5, 20))}
+    elif window_type == "session":
+        windows |= {"gap": rng.choice((3, 5, 10)), "grace": rng.choice((0, 5, 20))}
+    p: dict[str, Any] = {
+        "source": names.maybe("source"),
+        "pre": draw_chain(rng, names, rng.randint(0, 2), ("filter", "map_values", "select_key", "map") if rng.random() < 0.5 else _KEY_PRESERVING_OPS),
+        "grouping": {"by": "key"} if rng.random() < 0.6 else {"by": "selector", "m": rng.randint(2, 4)},
+        "windows": windows,
+        "aggregation": {"kind": rng.choice(("count", "reduce", "aggregate"))},
+    }
+    p["grouping"] |= names.maybe("grouping")
+    p["aggregation"] |= names.maybe("store")
+    if window_type != "none" and rng.random() < 0.3:
+        p["emit"] = "final"
+    elif rng.random() < 0.4:
+        if window_type != "none" and rng.random() < 0.5:
+            p["suppress"] = {"until": "window_close"}
+        else:
+            p["suppress"] = {"until": "time_limit", "limit_ms": rng.choice((0, 5, 20))}
+            if rng.random() < 0.5:
+                p["suppress"]["max_records"] = rng.randint(1, 3)
+        p["suppress"] |= names.maybe("suppress")
+    p["to_stream"] = names.maybe("to-stream")
+    if rng.random() < 0.3:
+        p["post"] = "to_strings"
+    p["sink"] = names.maybe("sink")
+    return p
+
+
+SHAPES: dict[str, Shape] = {
+    shape.name: shape
+    for shape in (
+        Shape("stateless", build_stateless, draw_stateless),
+        Shape("aggregate", build_aggregate, draw_aggregate),
+    )
+}
