@@ -25,6 +25,9 @@ def run_ours(scenario: Scenario) -> dict:
     with TopologyTestDriver(topology, {"caching": scenario.caching}) as driver:
         try:
             for record in scenario.inputs:
+                if "advance_ms" in record:
+                    driver.advance_wall_clock(record["advance_ms"])
+                    continue
                 headers = [(k, v.encode()) for k, v in record.get("headers") or []]
                 driver.pipe_input(record["topic"], record["key"], record["value"], record["timestamp"], headers=headers or None)
         except Exception as e:  # noqa: BLE001
