@@ -13,3 +13,13 @@ def spark():
     session = spark_session(StreamsConfig.load({"application_id": "tests", "spark_conf": {"spark.sql.shuffle.partitions": "2"}}))
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def oracle():
+    """Kafka Streams' own TopologyTestDriver in a JVM (jobs.differential.oracle, built by
+    bin/setup from jvm/), started once and shared."""
+    from jobs.differential.oracle import KafkaStreamsOracle
+
+    with KafkaStreamsOracle() as started:
+        yield started

@@ -40,6 +40,7 @@ final class Shapes {
     switch (shape) {
       case "stateless" -> stateless(p, builder, outputs);
       case "aggregate" -> aggregate(p, builder, outputs);
+      case "job-pageview", "job-enrich", "job-clicks", "job-dedup" -> JobTopologies.build(shape, p, builder);
       default -> throw new IllegalArgumentException("no shape named " + shape);
     }
   }
