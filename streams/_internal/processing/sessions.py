@@ -22,14 +22,12 @@ import pyarrow as pa
 from sinks.serde import key_bytes, key_bytes_of, key_from_bytes
 from state.session_store import NO_TIME, SessionStore
 from streams._internal.processing.aggregate import aggregatable, fold_functions, record_aggregators
-from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array
+from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array, own_headers
 from streams._internal.processing.idle import advance_windows_store, remember_key_type, remembered_key_type
 from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
 from streams._internal.processing.windowing import last_emitted_close, remember_emitted_close
 from topology.nodes import AggregationKind, SessionAggregateNode
-from topology.records import KEY, Windowed
-
-
+from topology.records import HEADERS, KEY, Windowed
 
 
 class _Forwarded:
@@ -148,6 +146,12 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
             [source.table.column(SEQ), ends, starts, ends, key_column, array],
             schema=flow_schema(source.key_type, array.type, True),
         )
+        if not self.caching and not self.node.emit_final:
+            # Kafka forwards a session's update as a new record (no headers); its cache, and its
+            # final results, forward the current record's context (inherited here by _seq).
+            headers = own_headers([()] * len(table), context.input_headers() if context.input_headers is not None else None)
+            if headers is not None:
+                table = table.append_column(HEADERS, headers)
         return Flow(table, True, None, out.values)
 
     # -- idle close (streams._internal.processing.idle) -----------------------------------------
