@@ -132,6 +132,9 @@ final class Shapes {
     String kind = aggregation.get("kind").asText();
     String store = name(aggregation);
     boolean emitFinal = p.path("emit").asText("update").equals("final");
+    // Only the Kafka-equivalent scenarios of jobs/differential/known.py set it (deltastreams has no
+    // store retention to set): a window store keeping windows that long.
+    Materialized materialized = materialized(store, windows.path("kafka_retention_ms"));
     KTable table = switch (type) {
       case "none" -> aggregateBy(groups, kind, store);
       case "tumbling", "hopping" -> {
@@ -143,7 +146,7 @@ final class Shapes {
         if (emitFinal) {
           windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
         }
-        yield aggregateWindows(windowed, kind, store);
+        yield aggregateWindows(windowed, kind, materialized);
       }
       case "sliding" -> {
         TimeWindowedKStream<String, String> windowed =
@@ -151,7 +154,7 @@ final class Shapes {
         if (emitFinal) {
           windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
         }
-        yield aggregateWindows(windowed, kind, store);
+        yield aggregateWindows(windowed, kind, materialized);
       }
       case "session" -> {
         SessionWindowedKStream<String, String> windowed =
@@ -159,7 +162,7 @@ final class Shapes {
         if (emitFinal) {
           windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
         }
-        yield aggregateSessions(windowed, kind, store);
+        yield aggregateSessions(windowed, kind, materialized);
       }
       default -> throw new IllegalArgumentException("no windows of type " + type);
     };
@@ -201,6 +204,15 @@ final class Shapes {
     return Materialized.as(store);
   }
 
+  /** The store's Materialized: named, with a retention, both or neither (null). */
+  static Materialized materialized(String store, JsonNode retentionMs) {
+    if (retentionMs.isMissingNode() || retentionMs.isNull()) {
+      return store == null ? null : materialized(store);
+    }
+    Materialized materialized = store == null ? Materialized.with(null, null) : materialized(store);
+    return materialized.withRetention(Duration.ofMillis(retentionMs.asLong()));
+  }
+
   static KTable aggregateBy(KGroupedStream<String, String> grouped, String kind, String store) {
     return switch (kind) {
       case "count" -> store == null ? grouped.count() : grouped.count(materialized(store));
@@ -212,24 +224,24 @@ final class Shapes {
     };
   }
 
-  static KTable aggregateWindows(TimeWindowedKStream<String, String> windowed, String kind, String store) {
+  static KTable aggregateWindows(TimeWindowedKStream<String, String> windowed, String kind, Materialized materialized) {
     return switch (kind) {
-      case "count" -> store == null ? windowed.count() : windowed.count(materialized(store));
-      case "reduce" -> store == null ? windowed.reduce(Functions.sum()) : windowed.reduce(Functions.sum(), materialized(store));
-      case "aggregate" -> store == null
+      case "count" -> materialized == null ? windowed.count() : windowed.count(materialized);
+      case "reduce" -> materialized == null ? windowed.reduce(Functions.sum()) : windowed.reduce(Functions.sum(), materialized);
+      case "aggregate" -> materialized == null
           ? windowed.aggregate(Functions.zero(), Functions.append())
-          : windowed.aggregate(Functions.zero(), Functions.append(), materialized(store));
+          : windowed.aggregate(Functions.zero(), Functions.append(), materialized);
       default -> throw new IllegalArgumentException("no aggregation " + kind);
     };
   }
 
-  static KTable aggregateSessions(SessionWindowedKStream<String, String> windowed, String kind, String store) {
+  static KTable aggregateSessions(SessionWindowedKStream<String, String> windowed, String kind, Materialized materialized) {
     return switch (kind) {
-      case "count" -> store == null ? windowed.count() : windowed.count(materialized(store));
-      case "reduce" -> store == null ? windowed.reduce(Functions.sum()) : windowed.reduce(Functions.sum(), materialized(store));
-      case "aggregate" -> store == null
+      case "count" -> materialized == null ? windowed.count() : windowed.count(materialized);
+      case "reduce" -> materialized == null ? windowed.reduce(Functions.sum()) : windowed.reduce(Functions.sum(), materialized);
+      case "aggregate" -> materialized == null
           ? windowed.aggregate(Functions.zero(), Functions.append(), Functions.mergeSessions())
-          : windowed.aggregate(Functions.zero(), Functions.append(), Functions.mergeSessions(), materialized(store));
+          : windowed.aggregate(Functions.zero(), Functions.append(), Functions.mergeSessions(), materialized);
       default -> throw new IllegalArgumentException("no aggregation " + kind);
     };
   }
