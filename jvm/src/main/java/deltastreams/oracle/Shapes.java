@@ -40,6 +40,7 @@ final class Shapes {
     switch (shape) {
       case "stateless" -> stateless(p, builder, outputs);
       case "aggregate" -> aggregate(p, builder, outputs);
+      case "cogroup" -> CogroupShapes.cogroup(p, builder, outputs);
       default -> throw new IllegalArgumentException("no shape named " + shape);
     }
   }
@@ -246,13 +247,23 @@ final class Shapes {
     };
   }
 
+  /** As shapes.py's {@code _suppressed}. */
   static Suppressed suppressed(JsonNode s) {
-    Suppressed.BufferConfig buffer = s.has("max_records")
-        ? Suppressed.BufferConfig.maxRecords(s.get("max_records").asLong()).emitEarlyWhenFull()
-        : Suppressed.BufferConfig.unbounded();
-    Suppressed suppressed = s.get("until").asText().equals("window_close")
-        ? Suppressed.untilWindowCloses((Suppressed.StrictBufferConfig) Suppressed.BufferConfig.unbounded())
-        : Suppressed.untilTimeLimit(Duration.ofMillis(s.get("limit_ms").asLong()), buffer);
+    boolean bounded = s.has("max_records");
+    Suppressed suppressed;
+    if (s.get("until").asText().equals("window_close")) {
+      Suppressed.StrictBufferConfig buffer = bounded
+          ? Suppressed.BufferConfig.maxRecords(s.get("max_records").asLong()).shutDownWhenFull()
+          : Suppressed.BufferConfig.unbounded();
+      suppressed = Suppressed.untilWindowCloses(buffer);
+    } else {
+      Suppressed.BufferConfig buffer = Suppressed.BufferConfig.unbounded();
+      if (bounded) {
+        var records = Suppressed.BufferConfig.maxRecords(s.get("max_records").asLong());
+        buffer = s.path("when_full").asText("emit_early").equals("shut_down") ? records.shutDownWhenFull() : records.emitEarlyWhenFull();
+      }
+      suppressed = Suppressed.untilTimeLimit(Duration.ofMillis(s.get("limit_ms").asLong()), buffer);
+    }
     String name = name(s);
     return name == null ? suppressed : suppressed.withName(name);
   }
