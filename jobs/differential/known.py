@@ -71,8 +71,9 @@ KNOWN_DIFFERENCES = (
     KnownDifference(
         "cache-keeps-windows-past-retention",
         "Session windows",
-        # Only sessions and a cogroup's windows (one input behind another) are read past retention.
-        lambda s: s.caching and (_windows(s) == "session" or (s.shape == "cogroup" and _windows(s) != "none")),
+        # Sessions and sliding windows are read past retention (a sliding window looks back for
+        # the records before), and a cogroup's time windows too (one input behind another).
+        lambda s: s.caching and (_windows(s) in ("session", "sliding") or (s.shape == "cogroup" and _windows(s) != "none")),
         _cache_forgetting_flushed,
     ),
 )
