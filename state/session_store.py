@@ -4,7 +4,8 @@
 Sessions of a key live under ``k | len(key) | key | end | start``, so a key's sessions are one key
 range in (end, start) order, the order Kafka's ``findSessions`` returns them in. Like Kafka's, the
 store keeps ``retention = gap + grace`` behind the largest session end put into it: older sessions
-are invisible, and are purged once a batch through a time index ``t | end | start | key``. A key's
+are invisible (with caching, but for those the current input record wrote, which Kafka's record
+cache still holds), and are purged once a batch through a time index ``t | end | start | key``. A key's
 sessions are read once per batch (before any write, see :meth:`preload`) and kept in memory
 meanwhile, since a range read over a batch's pending writes sorts them all.
 """
@@ -33,10 +34,16 @@ Session = tuple[int, int, Any]
 class SessionStore:
     """Sessions by key over a ChangeLoggingStore, plus the stream time its processor observed."""
 
-    def __init__(self, store, retention_ms: int) -> None:
+    def __init__(self, store, retention_ms: int, *, caching: bool = False) -> None:
         self.store = store
         self.name = store.name
         self.retention_ms = retention_ms
+        self.caching = caching
+        """Sessions the current input record wrote stay visible past retention, as in Kafka's
+        record cache, which holds what a commit wrote (Kafka's test driver commits after every
+        record). Longer than that, Kafka's cache depends on its commits and its memory; here
+        results must not depend on how records are batched (docs/differences-from-kafka.md)."""
+        self._record: int | None = None
         self.begin_batch()
 
     def begin_batch(self) -> None:
@@ -44,6 +51,13 @@ class SessionStore:
         self.observed = get_long(self.store, _OBSERVED_KEY, NO_TIME)
         self.stream_time = get_long(self.store, _STREAM_TIME_KEY, NO_TIME)
         self._cached: dict[bytes, list[Session]] = {}
+        self._written: set[tuple[bytes, int, int]] = set()
+
+    def begin_record(self, seq: int) -> None:
+        """The writes that follow come from input record ``seq`` (see ``caching``)."""
+        if seq != self._record:
+            self._record = seq
+            self._written.clear()
 
     @staticmethod
     def _prefix(key: bytes) -> bytes:
@@ -68,8 +82,11 @@ class SessionStore:
     def find_sessions(self, key: bytes, earliest_end: int, latest_start: int) -> list[Session]:
         """Live sessions of ``key`` with ``end >= earliest_end`` and ``start <= latest_start``, in
         (end, start) order."""
-        earliest_end = max(earliest_end, self.observed - self.retention_ms + 1)
-        return [s for s in self._sessions(key) if s[1] >= earliest_end and s[0] <= latest_start]
+        live_from = self.observed - self.retention_ms + 1
+        return [
+            s for s in self._sessions(key)
+            if s[1] >= earliest_end and s[0] <= latest_start and (s[1] >= live_from or (key, s[0], s[1]) in self._written)
+        ]
 
     def fetch(self, key: bytes) -> list[Session]:
         """Every live session of ``key``."""
@@ -78,6 +95,8 @@ class SessionStore:
     def put(self, key: bytes, start: int, end: int, aggregate: Any) -> None:
         sessions = self._sessions(key)
         self.observed = max(self.observed, end)
+        if self.caching:
+            self._written.add((key, start, end))
         session_key = self._prefix(key) + pack_time(end) + pack_time(start)
         self.store.put(session_key, pickle.dumps(aggregate, protocol=5))
         self.store.put(b"t" + pack_time(end) + pack_time(start) + key, session_key)
@@ -89,6 +108,7 @@ class SessionStore:
 
     def remove(self, key: bytes, start: int, end: int) -> None:
         sessions = self._sessions(key)
+        self._written.discard((key, start, end))
         self.store.delete(self._prefix(key) + pack_time(end) + pack_time(start))
         self.store.delete(b"t" + pack_time(end) + pack_time(start) + key)
         sessions[:] = [s for s in sessions if s[:2] != (start, end)]

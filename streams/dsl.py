@@ -907,10 +907,11 @@ class KTable:
         processor = name if name is not None else self._graph.processor_name("KTABLE-SUPPRESS")
         store = f"{name}-store" if name is not None else self._graph.store_name("KTABLE-SUPPRESS")
         buffer = suppressed.buffer
+        sessions = isinstance(self._sessions, SessionWindows)
         if suppressed.time_limit_ms is not None:
-            node = SuppressNode(processor, store, 0, suppressed.time_limit_ms, buffer.records_limit, buffer.bytes_limit, buffer.shut_down)
+            node = SuppressNode(processor, store, 0, suppressed.time_limit_ms, buffer.records_limit, buffer.bytes_limit, buffer.shut_down, sessions)
         else:
-            node = SuppressNode(processor, store, self._final_results_delay(), None, buffer.records_limit, buffer.bytes_limit, buffer.shut_down)
+            node = SuppressNode(processor, store, self._final_results_delay(), None, buffer.records_limit, buffer.bytes_limit, buffer.shut_down, sessions)
         self._graph.add(node, [self._node])
         return KTable(self._graph, processor, self._windows, _sessions=self._sessions)
 

@@ -345,6 +345,8 @@ class SuppressNode(Node):
     max_records: int | None = None
     max_bytes: int | None = None
     shut_down_when_full: bool = False
+    sessions: bool = False
+    """It suppresses a session-windowed table: a window is known by its key, start *and* end."""
 
     @property
     def stores(self) -> tuple[str, ...]:

@@ -16,7 +16,9 @@ class Difference:
     detail: str
 
 
-def differences(kafka: dict, ours: dict) -> list[Difference]:
+def differences(kafka: dict, ours: dict, *, dropped: bool = True) -> list[Difference]:
+    """What differs; ``dropped``: whether the dropped-records counts must agree too (Kafka's
+    task metric ``dropped-records-total``, our driver's ``dropped_records``)."""
     found = []
     if kafka.get("describe") != ours.get("describe"):
         found.append(Difference("describe", _describe_diff(kafka.get("describe") or "", ours.get("describe") or "")))
@@ -24,6 +26,8 @@ def differences(kafka: dict, ours: dict) -> list[Difference]:
         found.append(Difference("error", f"Kafka Streams: {kafka.get('error') or 'no error'}\ndeltastreams: {ours.get('error') or 'no error'}"))
     elif kafka.get("outputs", []) != ours.get("outputs", []):
         found.append(Difference("outputs", _outputs_diff(kafka.get("outputs", []), ours.get("outputs", []))))
+    elif dropped and not kafka.get("error") and kafka.get("dropped") is not None and ours.get("dropped") is not None and kafka["dropped"] != ours["dropped"]:
+        found.append(Difference("dropped", f"dropped records: Kafka Streams {kafka['dropped']:g}, deltastreams {ours['dropped']:g}"))
     return found
 
 

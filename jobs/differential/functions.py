@@ -69,6 +69,11 @@ def merge_sessions(k: Any, left: str, right: str) -> str:
     return f"{left}|{right}"
 
 
+def tagged(tag: str) -> Callable[[Any, str, str], str]:
+    """Appends ``tag + value``: each input of a cogroup folds with its own tag."""
+    return lambda k, v, aggregate: f"{aggregate}{tag}{v}"
+
+
 def key_text(key: Any) -> Any:
     """A windowed key as ``key@start/end``, a plain key as itself."""
     if hasattr(key, "window_start"):

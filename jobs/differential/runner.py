@@ -4,6 +4,7 @@ different (then shrunk to a minimal scenario that still is)."""
 from __future__ import annotations
 
 import json
+from itertools import combinations
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,12 +26,26 @@ class Verdict:
 
 def _undocumented(scenario: Scenario, oracle: KafkaStreamsOracle) -> tuple[list[Difference], str | None]:
     ours = run_ours(scenario)
-    found = differences(oracle.run(scenario), ours)
+    kafka = oracle.run(scenario)
+    null_keys = any(r.get("key", "") is None for r in scenario.inputs)
+    # Our null keys go to the dead-letter topic, uncounted; Kafka counts those reaching an
+    # aggregation as dropped (and drops those before a repartition topic uncounted): with null
+    # keys in the input the counts need not agree (docs/differences-from-kafka.md).
+    found = differences(kafka, ours, dropped=not null_keys)
     if not found:
         return [], None
-    for known in KNOWN_DIFFERENCES:
-        if known.applies(scenario) and not differences(oracle.run(known.kafka_equivalent(scenario)), ours):
-            return [], known.id
+    applicable = [known for known in KNOWN_DIFFERENCES if known.applies(scenario)]
+    for size in range(1, len(applicable) + 1):
+        for together in combinations(applicable, size):
+            equivalent = scenario
+            for known in together:
+                equivalent = known.kafka_equivalent(equivalent)
+            # What a topology looks like is judged on the scenario itself (an equivalent may
+            # build its topology differently, e.g. a store given a retention).
+            result = oracle.run(equivalent) | {"describe": kafka.get("describe")}
+            dropped = not null_keys and not any(known.changes_dropped for known in together)
+            if not differences(result, ours, dropped=dropped):
+                return [], "+".join(known.id for known in together)
     return found, None
 
 

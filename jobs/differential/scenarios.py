@@ -1,6 +1,7 @@
 """Scenarios: a shape, its parameters, the caching setting and the input records, as JSON both
 drivers read. Inputs are drawn to make trouble: keys from a small domain so windows and joins
-collide, out-of-order and too-late timestamps, null keys and values, headers."""
+collide, out-of-order and too-late timestamps, jumps of stream time, null keys and values,
+headers."""
 
 from __future__ import annotations
 
@@ -41,12 +42,13 @@ def scenario_rng(seed: int, index: int) -> random.Random:
 def draw_scenario(seed: int, index: int, shapes: list[str] | None = None) -> Scenario:
     rng = scenario_rng(seed, index)
     shape = SHAPES[rng.choice(sorted(shapes or SHAPES))]
+    params = shape.draw(rng)
     return Scenario(
         id=f"{seed}-{index}",
         shape=shape.name,
-        params=shape.draw(rng),
+        params=params,
         caching=rng.random() < 0.5,
-        inputs=draw_inputs(rng, shape.inputs),
+        inputs=draw_inputs(rng, tuple(params.get("topics", shape.inputs))),  # a shape may read fewer topics than it can
     )
 
 
@@ -56,11 +58,12 @@ def draw_inputs(rng: random.Random, topics: tuple[str, ...]) -> list[dict]:
     null_values = rng.choice((0.0, 0.0, 0.05, 0.2))
     disorder = rng.choice((0.0, 0.1, 0.3))
     too_late = rng.choice((0.0, 0.05, 0.2))
+    jumps = rng.choice((0.0, 0.0, 0.1))  # stream time leaping past whole windows and retentions
     headers = rng.random() < 0.3
     time = rng.randint(0, 30)
     inputs: list[dict[str, Any]] = []
     for i in range(rng.randint(1, 30)):
-        time += rng.choice((0, 0, 1, 2, 3, 5, 8))
+        time += rng.choice((0, 0, 1, 2, 3, 5, 8)) + (rng.randint(30, 200) if rng.random() < jumps else 0)
         stamp = time
         roll = rng.random()
         if roll < too_late:

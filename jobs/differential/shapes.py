@@ -9,12 +9,17 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import count
 from typing import Any
 
+from jobs.differential import cogroup_shapes
 from jobs.differential import functions as f
-from streams import BufferConfig, EmitStrategy, SessionWindows, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows
-from streams.dsl import KStream
+from jobs.differential.blocks import CHAIN_OPS as _CHAIN_OPS  # noqa: F401 - the names shapes used before blocks.py
+from jobs.differential.blocks import KEY_PRESERVING_OPS as _KEY_PRESERVING_OPS
+from jobs.differential.blocks import Names as _Names
+from jobs.differential.blocks import chain, draw_chain, draw_time_limit, draw_windows, sink, source
+from jobs.differential.blocks import named as _named
+from jobs.differential.blocks import suppressed as _suppressed
+from streams import EmitStrategy, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
 
 
 @dataclass(frozen=True)
@@ -28,87 +33,6 @@ class Shape:
     """The topics scenarios pipe records into."""
     outputs: tuple[str, ...] = ("out",)
     """The topics whose records are compared."""
-
-
-# -- drawing names ----------------------------------------------------------------------------
-
-
-class _Names:
-    """Draws a user name for an operator now and then; names are unique within a topology."""
-
-    def __init__(self, rng: random.Random, chance: float) -> None:
-        self.rng, self.chance, self.counter = rng, chance, count()
-
-    def maybe(self, what: str) -> dict:
-        return {"name": f"{what}-{next(self.counter)}"} if self.rng.random() < self.chance else {}
-
-
-def _named(p: dict) -> dict:
-    name = (p or {}).get("name")
-    return {"name": name} if name is not None else {}
-
-
-# -- stateless chains -------------------------------------------------------------------------
-
-_CHAIN_OPS = ("filter", "filter_not", "map_values", "select_key", "map", "flat_map_values", "flat_map", "peek", "repartition")
-_KEY_PRESERVING_OPS = ("filter", "filter_not", "map_values", "flat_map_values", "peek")
-
-
-def draw_chain(rng: random.Random, names: _Names, length: int, ops: tuple[str, ...] = _CHAIN_OPS) -> list[dict]:
-    chain = []
-    for _ in range(length):
-        op = rng.choice(ops)
-        step: dict[str, Any] = {"op": op}
-        if op in ("filter", "filter_not"):
-            step |= {"m": rng.randint(2, 5), "r": 0, "keep_null": rng.random() < 0.5}
-            step["r"] = rng.randrange(step["m"])
-        elif op == "map_values":
-            step["a"] = rng.randint(0, 3)
-        elif op == "select_key":
-            step["m"] = rng.randint(2, 4)
-        elif op == "map":
-            step |= {"m": rng.randint(2, 4), "a": rng.randint(0, 3)}
-        elif op == "flat_map_values":
-            step["n"] = rng.randint(0, 2)
-        elif op == "flat_map":
-            step |= {"n": rng.randint(0, 2), "m": rng.randint(2, 4)}
-        chain.append(step | names.maybe(op))
-    return chain
-
-
-def chain(stream: KStream, ops: list[dict]) -> KStream:
-    for op in ops:
-        name = _named(op)
-        match op["op"]:
-            case "filter":
-                stream = stream.filter(f.filter_(op["m"], op["r"], op["keep_null"]), **name)
-            case "filter_not":
-                stream = stream.filter_not(f.filter_(op["m"], op["r"], op["keep_null"]), **name)
-            case "map_values":
-                stream = stream.map_values(f.add_to_value(op["a"]), **name)
-            case "select_key":
-                stream = stream.select_key(f.key_from_value("k", op["m"]), **name)
-            case "map":
-                stream = stream.map(f.map_(op["m"], op["a"]), **name)
-            case "flat_map_values":
-                stream = stream.flat_map_values(f.flat_map_values(op["n"]), **name)
-            case "flat_map":
-                stream = stream.flat_map(f.flat_map(op["n"], op["m"]), **name)
-            case "peek":
-                stream = stream.peek(lambda k, v: None, **name)
-            case "repartition":
-                stream = stream.repartition(**name)
-            case other:
-                raise ValueError(f"no stateless operator named {other!r}")
-    return stream
-
-
-def source(builder: StreamsBuilder, topic: str, p: dict) -> KStream:
-    return builder.stream(topic, **_named(p.get("source")))
-
-
-def sink(stream: KStream, p: dict) -> None:
-    stream.to("out", **_named(p.get("sink")))
 
 
 # -- shapes -----------------------------------------------------------------------------------
@@ -171,25 +95,10 @@ def build_aggregate(builder: StreamsBuilder, p: dict) -> None:
     sink(out, p)
 
 
-def _suppressed(s: dict) -> Suppressed:
-    if s["until"] == "window_close":
-        return Suppressed.until_window_closes(BufferConfig.unbounded())
-    buffer = BufferConfig.max_records(s["max_records"]).emit_early_when_full() if "max_records" in s else BufferConfig.unbounded()
-    return Suppressed.until_time_limit(s["limit_ms"], buffer)
-
-
 def draw_aggregate(rng: random.Random) -> dict:
     names = _Names(rng, rng.choice((0.0, 0.3, 1.0)))
-    window_type = rng.choice(("none", "tumbling", "hopping", "sliding", "session"))
-    windows: dict[str, Any] = {"type": window_type}
-    if window_type in ("tumbling", "hopping"):
-        windows |= {"size": rng.choice((5, 10, 20)), "grace": rng.choice((0, 5, 20))}
-        if window_type == "hopping":
-            windows["advance"] = rng.choice([a for a in (2, 5, 10) if a < windows["size"]])
-    elif window_type == "sliding":
-        windows |= {"difference": rng.choice((5, 10)), "grace": rng.choice((0, 5, 20))}
-    elif window_type == "session":
-        windows |= {"gap": rng.choice((3, 5, 10)), "grace": rng.choice((0, 5, 20))}
+    windows = draw_windows(rng)
+    window_type = windows["type"]
     p: dict[str, Any] = {
         "source": names.maybe("source"),
         "pre": draw_chain(rng, names, rng.randint(0, 2), ("filter", "map_values", "select_key", "map") if rng.random() < 0.5 else _KEY_PRESERVING_OPS),
@@ -204,10 +113,10 @@ def draw_aggregate(rng: random.Random) -> dict:
     elif rng.random() < 0.4:
         if window_type != "none" and rng.random() < 0.5:
             p["suppress"] = {"until": "window_close"}
+            if rng.random() < 0.2:
+                p["suppress"]["max_records"] = rng.randint(1, 4)
         else:
-            p["suppress"] = {"until": "time_limit", "limit_ms": rng.choice((0, 5, 20))}
-            if rng.random() < 0.5:
-                p["suppress"]["max_records"] = rng.randint(1, 3)
+            p["suppress"] = draw_time_limit(rng)
         p["suppress"] |= names.maybe("suppress")
     p["to_stream"] = names.maybe("to-stream")
     if rng.random() < 0.3:
@@ -221,5 +130,6 @@ SHAPES: dict[str, Shape] = {
     for shape in (
         Shape("stateless", build_stateless, draw_stateless),
         Shape("aggregate", build_aggregate, draw_aggregate),
+        Shape("cogroup", cogroup_shapes.build_cogroup, cogroup_shapes.draw_cogroup, inputs=cogroup_shapes.TOPICS),
     )
 }

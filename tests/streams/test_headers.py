@@ -13,7 +13,7 @@ import pytest
 from conf import StreamsConfig
 from sinks import Topic, create_topic
 from sinks.serde import headers_array
-from streams import JoinWindows, StreamsBuilder, TopologyTestDriver
+from streams import BufferConfig, JoinWindows, SessionWindows, StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
 from streams.app import StreamsApp
 from streams.processor import Processor, Record
 
@@ -98,6 +98,63 @@ def test_headers_follow_the_record_they_came_from():
     assert outputs(driver, "upper") == [("a", "X", both, 1), ("b", "X", (), 2)]
     assert outputs(driver, "rekeyed-counts") == [("x", 1, both, 1), ("x", 2, (), 2)]
     assert outputs(driver, "read") == [("a", "x:b't2'", (), 1), ("b", "x:None", (), 2)]
+
+
+def test_headers_set_by_a_processor_survive_a_key_change():
+    """A processor's headers stay with its records through map/select_key, which rebuild the
+    flow's columns (Kafka's records keep their headers through every stateless step)."""
+    builder = StreamsBuilder()
+    builder.stream("in").process(AddHeader).map(lambda k, v: (v, k)).select_key(lambda k, v: k + "!").to("out")
+    driver = TopologyTestDriver(builder.build())
+    driver.pipe_input("in", "a", "x", 1, headers=[("trace", b"t1")])
+    assert outputs(driver, "out") == [("x!", "a", (("trace", b"t1"),) + HEADERS, 1)]
+
+
+def _session_counts(caching: bool) -> list:
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(5, 5)).count().to_stream().to("out")
+    driver = TopologyTestDriver(builder.build(), {"caching": caching})
+    driver.pipe_input("in", "a", "x", 10, headers=[("h", b"0")])
+    driver.pipe_input("in", "a", "y", 12, headers=[("h", b"1")])
+    return [(r.window_start, r.window_end, r.value, r.headers) for r in driver.read_output("out")]
+
+
+def test_session_updates_carry_no_headers_without_caching():
+    """Kafka's KStreamSessionWindowAggregate forwards each update (and each merged-away session's
+    delete) as a new record, without headers; through its cache, a session's entry keeps the
+    headers of the record that last wrote it (checked against Kafka 4.3.1's driver)."""
+    assert _session_counts(caching=False) == [(10, 10, 1, ()), (10, 10, None, ()), (10, 12, 2, ())]
+    assert _session_counts(caching=True) == [(10, 10, 1, (("h", b"0"),)), (10, 10, None, (("h", b"1"),)), (10, 12, 2, (("h", b"1"),))]
+
+
+def test_suppress_forwards_the_buffered_revision_with_its_own_headers():
+    """Kafka's suppress buffer keeps each revision's record context: what goes out carries the
+    headers (and timestamp) of the latest revision buffered for its key, not those of the record
+    whose stream time let it out."""
+    builder = StreamsBuilder()
+    counts = builder.stream("in").group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, 0)).count()
+    counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream().to("final")
+    builder.stream("in2").group_by_key().count().suppress(Suppressed.until_time_limit(5, BufferConfig.unbounded())).to_stream().to("limited")
+    driver = TopologyTestDriver(builder.build(), {"caching": False})
+    driver.pipe_input("in", "a", "x", 1, headers=[("h", b"1")])
+    driver.pipe_input("in", "a", "x", 2, headers=[("h", b"2")])
+    driver.pipe_input("in", "b", "x", 10)
+    driver.pipe_input("in2", "a", "x", 1, headers=[("h", b"1")])
+    driver.pipe_input("in2", "b", "x", 7, headers=[("h", b"7")])
+    assert [(r.key, r.value, r.timestamp, r.headers) for r in driver.read_output("final")] == [("a", 2, 2, (("h", b"2"),))]
+    assert [(r.key, r.value, r.timestamp, r.headers) for r in driver.read_output("limited")] == [("a", 1, 1, (("h", b"1"),))]
+
+
+def test_suppress_keeps_a_merged_away_session_apart_from_the_session_it_became():
+    """A session and the one it merged into share a start: suppress(until_time_limit) buffers
+    them as two windows (Kafka's session key carries the end too), so the delete goes out."""
+    builder = StreamsBuilder()
+    sessions = builder.stream("in").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_and_grace(3, 5)).count()
+    sessions.suppress(Suppressed.until_time_limit(20, BufferConfig.unbounded())).to_stream().to("out")
+    driver = TopologyTestDriver(builder.build(), {"caching": False})
+    for ts in (23, 24, 60):
+        driver.pipe_input("in", "a", "x", ts)
+    assert [(r.window_start, r.window_end, r.value, r.timestamp) for r in driver.read_output("out")] == [(23, 23, None, 23), (23, 24, 2, 24)]
 
 
 def test_a_record_rejects_headers_that_are_not_bytes():

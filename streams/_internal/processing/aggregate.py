@@ -33,7 +33,15 @@ from streams._internal.processing.flow import BadRecords, Flow, concat_flows, fl
 from streams._internal.processing.idle import remember_key_type, remembered_key_type
 from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
 from streams._internal.processing.table import BatchChanges, turn
-from streams._internal.processing.windowing import assign_windows, last_emitted_close, remember_emitted_close, segmented_running_max
+from streams._internal.processing.windowing import (
+    InputStreamTimes,
+    assign_windows,
+    last_emitted_close,
+    latest_window_start,
+    remember_emitted_close,
+    remember_latest_window_start,
+    segmented_running_max,
+)
 from topology.nodes import AggregateNode, AggregationKind
 from topology.records import KEY, VALUE
 
@@ -176,8 +184,10 @@ class AggregateOperator(Operator, node=AggregateNode):
             return Flow.empty(flow.key_type, value_type, self.windowed)
 
         timestamps = flow.timestamps
+        cogroup = INPUT in flow.table.column_names
         if self.window_store is not None:
-            assignment = assign_windows(timestamps, self.windows, self.window_store.stream_time)
+            lateness = InputStreamTimes(self.kv).running(flow.column(INPUT), timestamps) if cogroup else None
+            assignment = assign_windows(timestamps, self.windows, self.window_store.stream_time, lateness)
             record, start, end, late = assignment.record, assignment.start, assignment.end, assignment.late
         else:
             record = np.arange(len(flow))
@@ -193,11 +203,12 @@ class AggregateOperator(Operator, node=AggregateNode):
         pairs = self._group(record[kept], start[kept], end[kept], key_index, distinct_bytes)
         stored = self._get_many(pairs.store_keys)
         previous = [self._decode(raw) for raw in stored]
+        unreadable = self._past_retention(pairs, len(flow)) if cogroup and self.windowed else None
 
         if self.node.aggregation.kind is AggregationKind.COUNT:
             revisions = self._count(flow, pairs, previous, key_index, distinct_keys, _Log(changes, stored, pairs, self.rank))
         else:
-            revisions = self._fold(flow, pairs, previous, key_index, distinct_keys, context.bad, _Log(changes, stored, pairs, self.rank))
+            revisions = self._fold(flow, pairs, previous, key_index, distinct_keys, context.bad, _Log(changes, stored, pairs, self.rank), unreadable)
 
         dropped = int(late.sum())
         if dropped:
@@ -214,6 +225,20 @@ class AggregateOperator(Operator, node=AggregateNode):
             self._advance(int(assignment.final_stream_time))
         return revisions
 
+    def _past_retention(self, pairs: _Pairs, records: int) -> np.ndarray:
+        """Per (record, window) pair of a cogroup, whether Kafka's window store would read the
+        window as absent: it reads nothing starting ``size + grace`` (its retention) or more
+        before the latest window start written to it. A record late for none of its input's
+        windows can meet such a window when another input ran ahead; Kafka then aggregates it
+        from the initializer (its cache aside: docs/differences-from-kafka.md)."""
+        latest = latest_window_start(self.kv)
+        latest = NO_STREAM_TIME if latest is None else latest
+        written = np.full(records, NO_STREAM_TIME, dtype=np.int64)  # window starts >= 0
+        np.maximum.at(written, pairs.record, pairs.start)
+        before = np.maximum.accumulate(np.r_[latest, written[:-1]]) if records else written
+        if len(pairs.start):
+            remember_latest_window_start(self.kv, max(latest, int(pairs.start.max())))
+        return pairs.start <= before[pairs.record] - self.windows.size_ms - self.windows.grace_ms
     # -- emit on window close ---------------------------------------------------------------------
 
     def _closed_windows(self, seqs: np.ndarray, stream_times: np.ndarray, key_type: pa.DataType) -> Flow:
@@ -327,7 +352,8 @@ class AggregateOperator(Operator, node=AggregateNode):
         order = np.argsort(last, kind="stable")
         return self._revisions(flow, pairs, last[order], pa.array(new_count[order]), new_ts[order], key_index, distinct_keys)
 
-    def _fold(self, flow, pairs: _Pairs, previous, key_index, distinct_keys, bad: BadRecords, log: _Log) -> Flow:
+    def _fold(self, flow, pairs: _Pairs, previous, key_index, distinct_keys, bad: BadRecords, log: _Log, unreadable: np.ndarray | None = None) -> Flow:
+        """``unreadable``: per pair, whether the window's aggregate reads as absent."""
         aggregation = self.node.aggregation
         reduce = aggregation.kind is AggregationKind.REDUCE
         keys_py = distinct_keys.to_pylist()
@@ -347,6 +373,9 @@ class AggregateOperator(Operator, node=AggregateNode):
             if r in rejected:
                 continue
             key, value = keys_py[key_index[r]], values[r]
+            if unreadable is not None and unreadable[j] and not (self.caching and touched_at[g] >= 0 and seqs[pairs.record[touched_at[g]]] == seqs[r]):
+                # (with caching, a window this input record wrote is still in Kafka's cache)
+                present[g] = False
             try:
                 if reduce:
                     new = value if not present[g] else aggregation.function(state[g], value)
@@ -383,12 +412,15 @@ class AggregateOperator(Operator, node=AggregateNode):
 
     def _advance(self, stream_time: int) -> None:
         """Persist stream time; purge windows closed for good (``end + grace <= stream time``),
-        which is also Kafka's retention of ``size + grace``."""
+        which is also Kafka's retention of ``size + grace``. A cogroup's inputs each have their
+        own stream time: there, purge what no read can return any more (see
+        :meth:`_past_retention`)."""
         store = self.window_store
         if stream_time <= store.stream_time:
             return
         store.stream_time = stream_time
-        horizon = stream_time - self.windows.size_ms - self.windows.grace_ms
+        latest = latest_window_start(self.kv)
+        horizon = (stream_time if latest is None else latest) - self.windows.size_ms - self.windows.grace_ms
         store.take_up_to(horizon)
 
     # -- idle close (streams._internal.processing.idle) -----------------------------------------
@@ -399,7 +431,10 @@ class AggregateOperator(Operator, node=AggregateNode):
         store = self.window_store
         if store is None or store.stream_time == NO_STREAM_TIME:
             return None
-        oldest = next(store.up_to(_FAR_FUTURE), None)
+        retention = self.windows.size_ms + self.windows.grace_ms
+        # (a cogroup keeps windows closed by the shared stream time that a lagging input may
+        # still update: skip those)
+        oldest = next((w for w in store.up_to(_FAR_FUTURE) if w[0] + retention > store.stream_time), None)
         if oldest is None:
             return None
         if self.node.emit_final and remembered_key_type(self.kv) is None:

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from conf.errors import ProcessingError, RecordError
 from sinks.serde import json_default
-from topology.records import HEADERS, KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START, Windowed
+from topology.records import HEADERS, KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START, Windowed, headers_array
 
 SEQ = "_seq"
 
@@ -119,6 +119,24 @@ def headers_by_seqs(by_seq: pa.Array, seqs: np.ndarray) -> pa.Array:
     valid = (seqs >= 0) & (seqs < len(by_seq))
     taken = by_seq.take(pa.array(np.where(valid, seqs, 0)))
     return taken if valid.all() else pc.if_else(pa.array(valid), taken, pa.nulls(len(seqs), by_seq.type))
+
+
+def carry_headers(table: pa.Table, source: pa.Table) -> pa.Table:
+    """``table`` (rebuilt row for row from ``source``) with ``source``'s own headers column, if it
+    has one: headers a processor or an operator set stay with their records through operators
+    that rebuild the flow's columns."""
+    if HEADERS not in source.column_names:
+        return table
+    return table.append_column(HEADERS, source.column(HEADERS))
+
+
+def own_headers(headers: list[tuple] | None, input_headers: pa.Array | None) -> pa.Array | None:
+    """The HEADERS column of records an operator forwards with headers of its own (``headers[i]``,
+    empty for none) rather than those of the input record each came from; None when no record has
+    any and no input record could lend some (then inheriting gives the same: none)."""
+    if headers is None or (input_headers is None and not any(headers)):
+        return None
+    return headers_array(headers)
 
 
 def record_headers(flow: Flow, input_headers: pa.Array | None) -> pa.Array | None:

@@ -21,15 +21,13 @@ import pyarrow as pa
 
 from sinks.serde import key_bytes, key_bytes_of, key_from_bytes
 from state.session_store import NO_TIME, SessionStore
-from streams._internal.processing.aggregate import aggregatable, fold_functions, record_aggregators
-from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array
+from streams._internal.processing.aggregate import INPUT, aggregatable, fold_functions, record_aggregators
+from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array, own_headers
 from streams._internal.processing.idle import advance_windows_store, remember_key_type, remembered_key_type
 from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
-from streams._internal.processing.windowing import last_emitted_close, remember_emitted_close
+from streams._internal.processing.windowing import InputStreamTimes, last_emitted_close, remember_emitted_close
 from topology.nodes import AggregationKind, SessionAggregateNode
-from topology.records import KEY, Windowed
-
-
+from topology.records import HEADERS, KEY, Windowed
 
 
 class _Forwarded:
@@ -54,7 +52,7 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
     def __init__(self, node: SessionAggregateNode, parents: tuple[str, ...], build: BuildContext) -> None:
         super().__init__(node, parents, build)
         self.gap, self.grace = node.sessions.gap_ms, node.sessions.grace_ms
-        self.store = SessionStore(build.stores[node.store], self.gap + self.grace)
+        self.store = SessionStore(build.stores[node.store], self.gap + self.grace, caching=build.caching)
         self.caching = build.caching
         self.initializer, self.aggregator = fold_functions(node.aggregation)
         self.merger = node.merger
@@ -79,10 +77,14 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
         if self.caching:
             existed = {(kb, s, e) for kb in dict.fromkeys(raw_keys) for s, e, _ in store.fetch(kb)}
         keys, values, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
+        inputs = flow.column(INPUT) if INPUT in flow.table.column_names else None  # a cogroup's
+        input_times = InputStreamTimes(store.store)
         for i, (key, kb, value) in enumerate(zip(keys, raw_keys, values, strict=True)):
             ts = int(stamps[i])
+            store.begin_record(int(seqs[i]))
             store.stream_time = max(store.stream_time, ts)
-            close = store.stream_time - self.grace - self.gap
+            own_time = store.stream_time if inputs is None else input_times.observe(int(inputs[i]), ts)
+            close = own_time - self.grace - self.gap
             self._aggregate_record(i, key, kb, value, ts, close, int(seqs[i]), out, context)
             if self.node.emit_final:
                 self._emit_closed(i, close, final)
@@ -148,6 +150,12 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
             [source.table.column(SEQ), ends, starts, ends, key_column, array],
             schema=flow_schema(source.key_type, array.type, True),
         )
+        if not self.caching and not self.node.emit_final:
+            # Kafka forwards a session's update as a new record (no headers); its cache, and its
+            # final results, forward the current record's context (inherited here by _seq).
+            headers = own_headers([()] * len(table), context.input_headers() if context.input_headers is not None else None)
+            if headers is not None:
+                table = table.append_column(HEADERS, headers)
         return Flow(table, True, None, out.values)
 
     # -- idle close (streams._internal.processing.idle) -----------------------------------------

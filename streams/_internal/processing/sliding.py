@@ -27,11 +27,11 @@ import pyarrow as pa
 
 from sinks.serde import key_bytes, key_from_bytes
 from state.session_store import NO_TIME, SessionStore
-from streams._internal.processing.aggregate import aggregatable, fold_functions, record_aggregators
+from streams._internal.processing.aggregate import INPUT, aggregatable, fold_functions, record_aggregators
 from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array
 from streams._internal.processing.idle import advance_windows_store, remember_key_type, remembered_key_type
 from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
-from streams._internal.processing.windowing import last_emitted_close, remember_emitted_close
+from streams._internal.processing.windowing import InputStreamTimes, last_emitted_close, remember_emitted_close
 from topology.nodes import AggregationKind, SlidingAggregateNode
 from topology.records import KEY
 
@@ -44,7 +44,7 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
         super().__init__(node, parents, build)
         self.d, self.grace = node.difference_ms, node.grace_ms
         # Windows live in a store keyed by (key, end, start), as sessions do; Kafka's retention.
-        self.store = SessionStore(build.stores[node.store], 2 * self.d + self.grace)
+        self.store = SessionStore(build.stores[node.store], 2 * self.d + self.grace, caching=build.caching)
         self.caching = build.caching
         self.initializer, self.aggregator = fold_functions(node.aggregation)
 
@@ -62,8 +62,12 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
             self._last_emit = last_emitted_close(store.store)
             self._key_type = flow.key_type
         keys, values, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
+        inputs = flow.column(INPUT) if INPUT in flow.table.column_names else None  # a cogroup's
+        input_times = InputStreamTimes(store.store)
         for i, (key, kb, value) in enumerate(zip(keys, raw_keys, values, strict=True)):
             self._row, self._key, self._kb, self._value, self._ts = i, key, kb, value, int(stamps[i])
+            self._input = None if inputs is None else (input_times, int(inputs[i]))
+            store.begin_record(int(seqs[i]))
             try:
                 taken = self._record(context)
             except Exception as e:  # noqa: BLE001 - a failing aggregator rejects its record
@@ -93,7 +97,8 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
         ts, d = self._ts, self.d
         store = self.store
         store.stream_time = max(store.stream_time, ts)
-        self._close = store.stream_time - self.grace
+        own_time = store.stream_time if self._input is None else self._input[0].observe(self._input[1], ts)
+        self._close = own_time - self.grace
         if ts + d < self._close:
             context.drop(1)  # even its right window has closed
             return False

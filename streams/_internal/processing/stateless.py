@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 from pyarrow import acero
 
-from streams._internal.processing.flow import SEQ, BadRecords, Flow, flow_schema, infer_array
+from streams._internal.processing.flow import SEQ, BadRecords, Flow, carry_headers, flow_schema, infer_array
 from streams._internal.processing.operator import Operator, ProcessContext
 from topology.functions import UserFunction
 from topology.nodes import (
@@ -220,7 +220,7 @@ def _rebuild(node: str, flow: Flow, rows: np.ndarray, new_keys: list[Any], new_v
     if windowed:
         columns += [pa.array(starts, pa.int64()), pa.array(ends, pa.int64())]
     table = pa.table(columns + [keys, values_array], schema=flow_schema(keys.type, values_array.type, windowed))
-    out = Flow(table, windowed, None, values_py)
+    out = Flow(carry_headers(table, child.table), windowed, None, values_py)
     return out if ok.all() else out.filter(ok)
 
 
@@ -228,7 +228,7 @@ def _rekeyed(flow: Flow, keys: pa.ChunkedArray, values: pa.ChunkedArray | None =
     """The flow with new keys (and values): window columns no longer apply."""
     value_column = flow.table.column(VALUE) if values is None else values
     columns = [flow.table.column(SEQ), flow.table.column(TIMESTAMP), keys, value_column]
-    return Flow(pa.table(columns, schema=flow_schema(keys.type, value_column.type, False)), False)
+    return Flow(carry_headers(pa.table(columns, schema=flow_schema(keys.type, value_column.type, False)), flow.table), False)
 
 
 class SelectKeyOperator(Operator, node=SelectKeyNode):

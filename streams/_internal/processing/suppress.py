@@ -7,6 +7,10 @@ revision timestamp, as in Kafka) moves, and every window whose end is at least t
 order: by window end, then key bytes. A window updated after it went out (a session or sliding
 window can still take a record at that boundary, as in Kafka) is buffered again and goes out
 again. Deletes (a session merged away) are buffered like any revision and never emitted.
+
+A buffered revision keeps its record context as Kafka's buffer does: it goes out with the
+timestamp and headers of the latest revision buffered for its window (or key), not those of the
+record whose stream time let it out.
 """
 
 from __future__ import annotations
@@ -20,10 +24,10 @@ import pyarrow as pa
 from conf.errors import ProcessingError
 from sinks.serde import key_bytes
 from state import TimeKeyedStore
-from streams._internal.processing.flow import Flow, concat_flows, flow_schema, infer_array
+from streams._internal.processing.flow import Flow, concat_flows, flow_schema, infer_array, own_headers, record_headers
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from topology.nodes import SuppressNode
-from topology.records import KEY, VALUE, WINDOW_END, WINDOW_START
+from topology.records import HEADERS, KEY, VALUE, WINDOW_END, WINDOW_START, headers_of
 
 _START = struct.Struct(">q")
 
@@ -36,11 +40,12 @@ class SuppressOperator(Operator, node=SuppressNode):
         self.buffer = TimeKeyedStore(build.stores[node.store])
 
     def process(self, revisions: Flow, context: ProcessContext) -> Flow:
+        inputs = _input_headers(context)
         if self.node.time_limit_ms is not None:
-            return _TimeLimit(self.node, self.buffer).process(revisions)
+            return _TimeLimit(self.node, self.buffer).process(revisions, inputs)
         if not len(revisions):
             return Flow.empty(revisions.key_type, revisions.value_type, windowed=True)
-        return _FinalResults(self.node, self.buffer).process(revisions)
+        return _FinalResults(self.node, self.buffer).process(revisions, inputs)
 
     # -- idle close (streams._internal.processing.idle) -----------------------------------------
 
@@ -58,10 +63,11 @@ class SuppressOperator(Operator, node=SuppressNode):
         out = self.process(flow, context)
         if self.buffer.stream_time < 0:
             return out
+        inputs = _input_headers(context)
         if self.node.time_limit_ms is not None:
-            emitted = _TimeLimit(self.node, self.buffer).advance_idle(by_ms, flow)
+            emitted = _TimeLimit(self.node, self.buffer).advance_idle(by_ms, flow, inputs)
         else:
-            emitted = _FinalResults(self.node, self.buffer).advance_idle(by_ms, flow)
+            emitted = _FinalResults(self.node, self.buffer).advance_idle(by_ms, flow, inputs)
         context.advanced_to(self.buffer.stream_time)
         return concat_flows([out, emitted])
 
@@ -71,7 +77,7 @@ class _FinalResults:
         self.node, self.buffer = node, buffer
         self.bounded = node.max_records is not None or node.max_bytes is not None
 
-    def process(self, revisions: Flow) -> Flow:
+    def process(self, revisions: Flow, input_headers: pa.Array | None) -> Flow:
         table, buffer, delay = revisions.table, self.buffer, self.node.grace_ms
         stamps, seqs = revisions.timestamps, revisions.seqs
         stream_time = buffer.stream_time
@@ -85,12 +91,13 @@ class _FinalResults:
         kbytes = key_bytes(table.column(KEY))
         starts, ends = table.column(WINDOW_START).to_pylist(), table.column(WINDOW_END).to_pylist()
         keys, values = table.column(KEY).to_pylist(), table.column(VALUE).to_pylist()
+        headers = _revision_headers(revisions, input_headers)
         out: list[tuple[int, tuple]] = []
         for i, (kb, start, end, key, value) in enumerate(zip(kbytes, starts, ends, keys, values, strict=True)):
             ts = int(stamps[i])
             stream_time = max(stream_time, ts)
-            window = (end, kb + _START.pack(start))
-            entry = pickle.dumps((key, value, ts, start, end), protocol=5)
+            window = (end, _window_key(self.node, kb, start, end))
+            entry = pickle.dumps((key, value, ts, start, end, headers[i]), protocol=5)
             buffer.put(*window, entry)
             if end <= last_horizon:
                 if window not in due:
@@ -102,14 +109,14 @@ class _FinalResults:
                 gone = heapq.heappop(queue)
                 buffer.delete(*gone)
                 held.pop(gone, None)
-                key_, value_, ts_, start_ = pickle.loads(due.pop(gone))[:4]
-                if value_ is not None:  # Kafka's final results drop buffered deletes
-                    out.append((int(seqs[i]), (key_, value_, ts_, start_, gone[0])))
+                entry_ = _load(due.pop(gone))
+                if entry_[1] is not None:  # Kafka's final results drop buffered deletes
+                    out.append((int(seqs[i]), entry_))
             if self.bounded:  # checked after every record, once the windows it closed have gone out
                 self._check_capacity(len(held), sum(held.values()))
         buffer.forget_up_to(last_horizon)
         buffer.stream_time = stream_time
-        return _emitted(out, revisions)
+        return _emitted(out, revisions, input_headers)
 
     def _check_capacity(self, count: int, size: int) -> None:
         node = self.node
@@ -120,16 +127,16 @@ class _FinalResults:
                 node=node.name,
             )
 
-    def advance_idle(self, by_ms: int, template: Flow) -> Flow:
+    def advance_idle(self, by_ms: int, template: Flow, input_headers: pa.Array | None) -> Flow:
         """Stream time moves on by ``by_ms`` with no revision (idle close): what that closes
         goes out, in buffer order, deletes dropped."""
         self.buffer.stream_time += by_ms
         out = [
-            (0, (entry[0], entry[1], entry[2], entry[3], end))
-            for end, _, raw in self.buffer.take_up_to(self.buffer.stream_time - self.node.grace_ms)
-            if (entry := pickle.loads(raw))[1] is not None
+            (0, entry)
+            for _, _, raw in self.buffer.take_up_to(self.buffer.stream_time - self.node.grace_ms)
+            if (entry := _load(raw))[1] is not None
         ]
-        return _emitted(out, template)
+        return _emitted(out, template, input_headers)
 
 
 _INDEX = b"\xff\xfeindex:"
@@ -154,21 +161,22 @@ class _TimeLimit:
         raw = self.store.get(key)
         return 0 if raw is None else _LONG.unpack(raw)[0]
 
-    def process(self, updates: Flow) -> Flow:
+    def process(self, updates: Flow, input_headers: pa.Array | None) -> Flow:
         table = updates.table
         windowed = updates.windowed
         kbytes = key_bytes(table.column(KEY))
         starts = table.column(WINDOW_START).to_pylist() if windowed else [0] * len(kbytes)
         ends = table.column(WINDOW_END).to_pylist() if windowed else [0] * len(kbytes)
         keys, values, stamps, seqs = table.column(KEY).to_pylist(), table.column(VALUE).to_pylist(), updates.timestamps, updates.seqs
+        headers = _revision_headers(updates, input_headers)
         count, size = self._get(_COUNT_KEY), self._get(_BYTES_KEY)
         out: list[tuple[int, tuple]] = []
         for i, kb in enumerate(kbytes):
-            entry_key = kb + (_START.pack(starts[i]) if windowed else b"")
+            entry_key = _window_key(self.node, kb, starts[i], ends[i]) if windowed else kb
             stamp = int(stamps[i])
             if stamp > self.buffer.stream_time:
                 self.buffer.stream_time = stamp
-            entry = pickle.dumps((keys[i], values[i], stamp, starts[i], ends[i]), protocol=5)
+            entry = pickle.dumps((keys[i], values[i], stamp, starts[i], ends[i], headers[i]), protocol=5)
             raw_time = self.store.get(_INDEX + entry_key)
             if raw_time is None:
                 buffered_at = stamp
@@ -191,10 +199,10 @@ class _TimeLimit:
                 self.buffer.delete(oldest_time, oldest_key)
                 self.store.delete(_INDEX + oldest_key)
                 count, size = count - 1, size - len(raw)
-                out.append((int(seqs[i]), pickle.loads(raw)))
+                out.append((int(seqs[i]), _load(raw)))
         self.store.put(_COUNT_KEY, _LONG.pack(count))
         self.store.put(_BYTES_KEY, _LONG.pack(size))
-        return _emitted(out, updates)
+        return _emitted(out, updates, input_headers)
 
     def _take_due(self, seq: int, count: int, size: int, out: list[tuple[int, tuple]]) -> tuple[int, int]:
         """Entries at least ``limit`` behind stream time go out, oldest first (to ``out``);
@@ -202,24 +210,48 @@ class _TimeLimit:
         for _, due_key, raw in self.buffer.take_up_to(self.buffer.stream_time - self.node.time_limit_ms):
             count, size = count - 1, size - len(raw)
             self.store.delete(_INDEX + due_key)
-            out.append((seq, pickle.loads(raw)))
+            out.append((seq, _load(raw)))
         return count, size
 
-    def advance_idle(self, by_ms: int, template: Flow) -> Flow:
+    def advance_idle(self, by_ms: int, template: Flow, input_headers: pa.Array | None) -> Flow:
         """Idle close: stream time ``by_ms`` further; the entries that puts past the limit go out."""
         self.buffer.stream_time += by_ms
         out: list[tuple[int, tuple]] = []
         count, size = self._take_due(0, self._get(_COUNT_KEY), self._get(_BYTES_KEY), out)
         self.store.put(_COUNT_KEY, _LONG.pack(count))
         self.store.put(_BYTES_KEY, _LONG.pack(size))
-        return _emitted(out, template)
+        return _emitted(out, template, input_headers)
 
     def _over(self, count: int, size: int) -> bool:
         node = self.node
         return (node.max_records is not None and count > node.max_records) or (node.max_bytes is not None and size > node.max_bytes)
 
 
-def _emitted(out: list[tuple[int, tuple]], template: Flow) -> Flow:
+def _input_headers(context: ProcessContext) -> pa.Array | None:
+    return context.input_headers() if context.input_headers is not None else None
+
+
+def _revision_headers(revisions: Flow, input_headers: pa.Array | None) -> list[tuple]:
+    """Each revision's headers as it reached suppress (Kafka buffers its record context)."""
+    headers = record_headers(revisions, input_headers)
+    return headers_of(headers) if headers is not None else [()] * len(revisions)
+
+
+def _window_key(node: SuppressNode, kb: bytes, start: int, end: int) -> bytes:
+    """A window's key in the buffer, ordered as Kafka's serialized windowed key: the key, then
+    the start (time windows, whose end follows from it), or the end and the start (sessions, of
+    which a key has several with one start as they merge)."""
+    return kb + (_START.pack(end) + _START.pack(start) if node.sessions else _START.pack(start))
+
+
+def _load(raw: bytes) -> tuple:
+    """A buffered entry: ``(key, value, timestamp, start, end, headers)`` (entries buffered before
+    headers were kept have none)."""
+    entry = pickle.loads(raw)
+    return entry if len(entry) == 6 else (*entry, ())
+
+
+def _emitted(out: list[tuple[int, tuple]], template: Flow, input_headers: pa.Array | None) -> Flow:
     windowed = template.windowed
     if not out:
         return Flow.empty(template.key_type, template.value_type, windowed=windowed)
@@ -228,4 +260,6 @@ def _emitted(out: list[tuple[int, tuple]], template: Flow) -> Flow:
     columns = [pa.array([seq for seq, _ in out], pa.int64()), pa.array([e[2] for _, e in out], pa.int64())]
     if windowed:
         columns += [pa.array([e[3] for _, e in out], pa.int64()), pa.array([e[4] for _, e in out], pa.int64())]
-    return Flow(pa.table(columns + [keys, values], schema=flow_schema(keys.type, values.type, windowed)), windowed)
+    table = pa.table(columns + [keys, values], schema=flow_schema(keys.type, values.type, windowed))
+    headers = own_headers([e[5] for _, e in out], input_headers)
+    return Flow(table if headers is None else table.append_column(HEADERS, headers), windowed)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from state import NO_STREAM_TIME
 from topology.nodes import Windows
 
 _LAST_EMIT_KEY = b"\xff\xfflast-emitted-close-time"
@@ -41,7 +42,9 @@ def running_stream_time(timestamps: np.ndarray, previous: int) -> np.ndarray:
     return np.maximum.accumulate(np.maximum(timestamps, previous)) if len(timestamps) else timestamps
 
 
-def assign_windows(timestamps: np.ndarray, windows: Windows, previous_stream_time: int) -> WindowAssignment:
+def assign_windows(timestamps: np.ndarray, windows: Windows, previous_stream_time: int, lateness_times: np.ndarray | None = None) -> WindowAssignment:
+    """``lateness_times``: the stream time each record's lateness is judged by, if not the
+    running one (a cogroup's, per input)."""
     size, advance, grace = windows.size_ms, windows.advance_ms, windows.grace_ms
     ts = timestamps.astype(np.int64, copy=False)
     stream_time = running_stream_time(ts, previous_stream_time)
@@ -51,7 +54,7 @@ def assign_windows(timestamps: np.ndarray, windows: Windows, previous_stream_tim
     within = np.arange(len(record)) - np.repeat(np.cumsum(per_record) - per_record, per_record)
     start = first[record] + within * advance
     end = start + size
-    late = end + grace <= stream_time[record]
+    late = end + grace <= (stream_time if lateness_times is None else lateness_times)[record]
     return WindowAssignment(record, start, end, late, stream_time)
 
 
@@ -82,3 +85,46 @@ def last_emitted_close(store) -> int | None:
 def remember_emitted_close(store, close: int | None) -> None:
     if close is not None:
         store.put(_LAST_EMIT_KEY, _LONG.pack(close))
+
+
+_INPUT_STREAM_TIME_KEY = b"\xff\xffinput-stream-time:"
+_LATEST_START_KEY = b"\xff\xfflatest-window-start"
+
+
+def latest_window_start(store) -> int | None:
+    """A cogroup's latest window start written to its store (its retention runs from it)."""
+    raw = store.get(_LATEST_START_KEY)
+    return None if raw is None else _LONG.unpack(raw)[0]
+
+
+def remember_latest_window_start(store, start: int) -> None:
+    store.put(_LATEST_START_KEY, _LONG.pack(start))
+
+
+class InputStreamTimes:
+    """A cogroup's stream time per input, kept in its store: Kafka gives each cogrouped stream a
+    windowed-aggregate processor of its own, with its own observed stream time, so a record is
+    late when its window closed by the stream time of *its* input, whatever the other inputs have
+    seen (all of them still share one store, and its retention)."""
+
+    def __init__(self, store) -> None:  # a ChangeLoggingStore
+        self.store = store
+
+    def get(self, index: int) -> int:
+        raw = self.store.get(_INPUT_STREAM_TIME_KEY + str(index).encode())
+        return NO_STREAM_TIME if raw is None else _LONG.unpack(raw)[0]
+
+    def observe(self, index: int, timestamp: int) -> int:
+        """Input ``index`` saw a record at ``timestamp``: its stream time after it."""
+        time = max(self.get(index), timestamp)
+        self.store.put(_INPUT_STREAM_TIME_KEY + str(index).encode(), _LONG.pack(time))
+        return time
+
+    def running(self, inputs: np.ndarray, timestamps: np.ndarray) -> np.ndarray:
+        """The stream time of each record's input after it (records in order), remembered."""
+        times = np.empty(len(timestamps), dtype=np.int64)
+        for index in np.unique(inputs):
+            mine = np.flatnonzero(inputs == index)
+            times[mine] = running_stream_time(timestamps[mine].astype(np.int64, copy=False), self.get(int(index)))
+            self.store.put(_INPUT_STREAM_TIME_KEY + str(int(index)).encode(), _LONG.pack(int(times[mine[-1]])))
+        return times

@@ -97,4 +97,9 @@ final class Functions {
   static Merger<String, String> mergeSessions() {
     return (k, left, right) -> left + "|" + right;
   }
+
+  /** Appends {@code tag + value}: each input of a cogroup folds with its own tag. */
+  static Aggregator<String, String, String> tagged(String tag) {
+    return (k, v, aggregate) -> aggregate + tag + v;
+  }
 }

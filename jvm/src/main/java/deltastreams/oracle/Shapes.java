@@ -40,6 +40,7 @@ final class Shapes {
     switch (shape) {
       case "stateless" -> stateless(p, builder, outputs);
       case "aggregate" -> aggregate(p, builder, outputs);
+      case "cogroup" -> CogroupShapes.cogroup(p, builder, outputs);
       case "job-pageview", "job-enrich", "job-clicks", "job-dedup" -> JobTopologies.build(shape, p, builder);
       default -> throw new IllegalArgumentException("no shape named " + shape);
     }
@@ -133,6 +134,9 @@ final class Shapes {
     String kind = aggregation.get("kind").asText();
     String store = name(aggregation);
     boolean emitFinal = p.path("emit").asText("update").equals("final");
+    // Only the Kafka-equivalent scenarios of jobs/differential/known.py set it (deltastreams has no
+    // store retention to set): a window store keeping windows that long.
+    Materialized materialized = materialized(store, windows.path("kafka_retention_ms"));
     KTable table = switch (type) {
       case "none" -> aggregateBy(groups, kind, store);
       case "tumbling", "hopping" -> {
@@ -144,7 +148,7 @@ final class Shapes {
         if (emitFinal) {
           windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
         }
-        yield aggregateWindows(windowed, kind, store);
+        yield aggregateWindows(windowed, kind, materialized);
       }
       case "sliding" -> {
         TimeWindowedKStream<String, String> windowed =
@@ -152,7 +156,7 @@ final class Shapes {
         if (emitFinal) {
           windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
         }
-        yield aggregateWindows(windowed, kind, store);
+        yield aggregateWindows(windowed, kind, materialized);
       }
       case "session" -> {
         SessionWindowedKStream<String, String> windowed =
@@ -160,7 +164,7 @@ final class Shapes {
         if (emitFinal) {
           windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
         }
-        yield aggregateSessions(windowed, kind, store);
+        yield aggregateSessions(windowed, kind, materialized);
       }
       default -> throw new IllegalArgumentException("no windows of type " + type);
     };
@@ -202,6 +206,15 @@ final class Shapes {
     return Materialized.as(store);
   }
 
+  /** The store's Materialized: named, with a retention, both or neither (null). */
+  static Materialized materialized(String store, JsonNode retentionMs) {
+    if (retentionMs.isMissingNode() || retentionMs.isNull()) {
+      return store == null ? null : materialized(store);
+    }
+    Materialized materialized = store == null ? Materialized.with(null, null) : materialized(store);
+    return materialized.withRetention(Duration.ofMillis(retentionMs.asLong()));
+  }
+
   static KTable aggregateBy(KGroupedStream<String, String> grouped, String kind, String store) {
     return switch (kind) {
       case "count" -> store == null ? grouped.count() : grouped.count(materialized(store));
@@ -213,35 +226,45 @@ final class Shapes {
     };
   }
 
-  static KTable aggregateWindows(TimeWindowedKStream<String, String> windowed, String kind, String store) {
+  static KTable aggregateWindows(TimeWindowedKStream<String, String> windowed, String kind, Materialized materialized) {
     return switch (kind) {
-      case "count" -> store == null ? windowed.count() : windowed.count(materialized(store));
-      case "reduce" -> store == null ? windowed.reduce(Functions.sum()) : windowed.reduce(Functions.sum(), materialized(store));
-      case "aggregate" -> store == null
+      case "count" -> materialized == null ? windowed.count() : windowed.count(materialized);
+      case "reduce" -> materialized == null ? windowed.reduce(Functions.sum()) : windowed.reduce(Functions.sum(), materialized);
+      case "aggregate" -> materialized == null
           ? windowed.aggregate(Functions.zero(), Functions.append())
-          : windowed.aggregate(Functions.zero(), Functions.append(), materialized(store));
+          : windowed.aggregate(Functions.zero(), Functions.append(), materialized);
       default -> throw new IllegalArgumentException("no aggregation " + kind);
     };
   }
 
-  static KTable aggregateSessions(SessionWindowedKStream<String, String> windowed, String kind, String store) {
+  static KTable aggregateSessions(SessionWindowedKStream<String, String> windowed, String kind, Materialized materialized) {
     return switch (kind) {
-      case "count" -> store == null ? windowed.count() : windowed.count(materialized(store));
-      case "reduce" -> store == null ? windowed.reduce(Functions.sum()) : windowed.reduce(Functions.sum(), materialized(store));
-      case "aggregate" -> store == null
+      case "count" -> materialized == null ? windowed.count() : windowed.count(materialized);
+      case "reduce" -> materialized == null ? windowed.reduce(Functions.sum()) : windowed.reduce(Functions.sum(), materialized);
+      case "aggregate" -> materialized == null
           ? windowed.aggregate(Functions.zero(), Functions.append(), Functions.mergeSessions())
-          : windowed.aggregate(Functions.zero(), Functions.append(), Functions.mergeSessions(), materialized(store));
+          : windowed.aggregate(Functions.zero(), Functions.append(), Functions.mergeSessions(), materialized);
       default -> throw new IllegalArgumentException("no aggregation " + kind);
     };
   }
 
+  /** As shapes.py's {@code _suppressed}. */
   static Suppressed suppressed(JsonNode s) {
-    Suppressed.BufferConfig buffer = s.has("max_records")
-        ? Suppressed.BufferConfig.maxRecords(s.get("max_records").asLong()).emitEarlyWhenFull()
-        : Suppressed.BufferConfig.unbounded();
-    Suppressed suppressed = s.get("until").asText().equals("window_close")
-        ? Suppressed.untilWindowCloses((Suppressed.StrictBufferConfig) Suppressed.BufferConfig.unbounded())
-        : Suppressed.untilTimeLimit(Duration.ofMillis(s.get("limit_ms").asLong()), buffer);
+    boolean bounded = s.has("max_records");
+    Suppressed suppressed;
+    if (s.get("until").asText().equals("window_close")) {
+      Suppressed.StrictBufferConfig buffer = bounded
+          ? Suppressed.BufferConfig.maxRecords(s.get("max_records").asLong()).shutDownWhenFull()
+          : Suppressed.BufferConfig.unbounded();
+      suppressed = Suppressed.untilWindowCloses(buffer);
+    } else {
+      Suppressed.BufferConfig buffer = Suppressed.BufferConfig.unbounded();
+      if (bounded) {
+        var records = Suppressed.BufferConfig.maxRecords(s.get("max_records").asLong());
+        buffer = s.path("when_full").asText("emit_early").equals("shut_down") ? records.shutDownWhenFull() : records.emitEarlyWhenFull();
+      }
+      suppressed = Suppressed.untilTimeLimit(Duration.ofMillis(s.get("limit_ms").asLong()), buffer);
+    }
     String name = name(s);
     return name == null ? suppressed : suppressed.withName(name);
   }
