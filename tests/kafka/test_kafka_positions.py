@@ -56,7 +56,7 @@ def test_gone_offsets_fail_clearly_or_resume_from_the_earliest(broker, topic_nam
         sources(broker, topic_name).start(topic_name, {0: 12}, {0: (0, 10)})
 
 
-def test_offsets_deleted_in_kafka_fail_reading_clearly(broker, topic_name):
+def test_offsets_deleted_in_kafka_fail_clearly_or_resume_from_the_earliest(broker, topic_name):
     fill(broker, topic_name, 1, 10)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     for done in admin.delete_records([TopicPartition(topic_name, 0, 5)]).values():
@@ -65,6 +65,7 @@ def test_offsets_deleted_in_kafka_fail_reading_clearly(broker, topic_name):
     assert kafka.bounds(topic_name) == {0: (5, 10)}
     with pytest.raises(OffsetOutOfRangeError, match="on_missing_offsets=earliest"):
         kafka.start(topic_name, {0: 2}, kafka.bounds(topic_name))
+    assert sources(broker, topic_name, on_missing_offsets="earliest").start(topic_name, {0: 2}, kafka.bounds(topic_name)) == {0: 5}
     topic = KafkaTopic(broker.bootstrap_servers, topic_name)
     with pytest.raises(OffsetOutOfRangeError, match="offset 2 is no longer there"):
         read_range(topic, 0, 2, 7, timeout_s=10)
