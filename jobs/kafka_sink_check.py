@@ -24,6 +24,10 @@ from pathlib import Path
 _START = struct.Struct(">q")
 
 
+class MirrorCheckError(RuntimeError):
+    """The check cannot run: no such Delta topic, or Kafka unreachable or without the topic."""
+
+
 @dataclass
 class MirrorCheck:
     topic: str
@@ -50,9 +54,17 @@ def check_mirror(
     """``key_column`` / ``value_column``: the Delta columns holding the records' keys and values
     (the pageview job's counts: ``category`` and ``count``)."""
     from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
 
     result = MirrorCheck(topic)
-    table = DeltaTable(str(Path(root) / "topics" / topic)).to_pyarrow_table()
+    path = Path(root) / "topics" / topic
+    try:
+        table = DeltaTable(str(path)).to_pyarrow_table()
+    except TableNotFoundError as e:
+        raise MirrorCheckError(f"no Delta topic at {path}: check --root and --topic") from e
+    for column in ("partition", "offset", "timestamp", key_column, value_column):
+        if column not in table.column_names:
+            raise MirrorCheckError(f"the Delta topic at {path} has no column {column!r} (it has {table.column_names})")
     partitions = _partition_count(bootstrap_servers, kafka_topic or topic, timeout_s)
     result.partitions = partitions
     for partition in range(partitions):
@@ -105,25 +117,29 @@ def _kafka_records(bootstrap_servers: str, topic: str, partition: int, isolation
                     if error.code() == KafkaError._PARTITION_EOF:
                         done = True
                         continue
-                    raise RuntimeError(f"reading Kafka topic {topic!r} partition {partition}: {error}")
+                    raise MirrorCheckError(f"reading Kafka topic {topic!r} partition {partition}: {error}")
                 if message.offset() < end:
                     value = message.value()
                     records.append((message.key(), None if value is None else json.loads(value), message.timestamp()[1], tuple(message.headers() or ())))
                 if message.offset() >= end - 1:
                     done = True
             if not done and time.monotonic() > deadline:
-                raise RuntimeError(f"reading Kafka topic {topic!r} partition {partition} up to offset {end} took over {timeout_s:.0f} s")
+                raise MirrorCheckError(f"reading Kafka topic {topic!r} partition {partition} up to offset {end} took over {timeout_s:.0f} s")
     finally:
         consumer.close()
     return records
 
 
 def _partition_count(bootstrap_servers: str, topic: str, timeout_s: float) -> int:
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    metadata = AdminClient({"bootstrap.servers": bootstrap_servers}).list_topics(topic, timeout=timeout_s).topics.get(topic)
+    try:
+        metadata = AdminClient({"bootstrap.servers": bootstrap_servers}).list_topics(topic, timeout=timeout_s).topics.get(topic)
+    except KafkaException as e:
+        raise MirrorCheckError(f"cannot reach Kafka at {bootstrap_servers}: {e}") from e
     if metadata is None or metadata.error is not None:
-        raise RuntimeError(f"Kafka topic {topic!r} at {bootstrap_servers}: {metadata.error if metadata is not None else 'no such topic'}")
+        raise MirrorCheckError(f"Kafka topic {topic!r} at {bootstrap_servers}: {metadata.error if metadata is not None else 'no such topic'}")
     return len(metadata.partitions)
 
 
@@ -148,7 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--value-column", required=True, help="the Delta column of the records' values")
     parser.add_argument("--kafka-topic", default=None)
     args = parser.parse_args(argv)
-    result = check_mirror(args.root, args.topic, args.kafka, key_column=args.key_column, value_column=args.value_column, kafka_topic=args.kafka_topic)
+    try:
+        result = check_mirror(args.root, args.topic, args.kafka, key_column=args.key_column, value_column=args.value_column, kafka_topic=args.kafka_topic)
+    except MirrorCheckError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(result.summary())
     for violation in result.violations:
         print(f"  - {violation}")
