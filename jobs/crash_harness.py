@@ -5,6 +5,7 @@
     python -m jobs.crash_harness --root /tmp/harness-alos --trials 20 --guarantee at_least_once
     python -m jobs.crash_harness --root /tmp/harness-corrupt --trials 50 --corrupt
     python -m jobs.crash_harness --root /tmp/harness-kafka --trials 30 --kafka
+    python -m jobs.crash_harness --root /tmp/harness-kafka-sink --trials 30 --kafka --kafka-sink
     python -m jobs.crash_harness --root /tmp/harness-s3 --trials 50 --s3 --retention on
 
 Each trial starts ``python -m jobs.pageview run --until-caught-up`` as its own process group and
@@ -20,9 +21,13 @@ can read every record ever committed; ``off`` turns retention off. While the job
 harness archives every commit file before log retention can delete it
 (:mod:`jobs.harness_log_archive`). ``--corrupt`` also damages local stores and checkpoints between
 trials (:mod:`jobs.harness_damage`): the job must heal them and nothing may change in its outputs.
-``--kafka`` starts a Kafka-protocol broker (:mod:`jobs.kafka_broker`) and runs the job on its
-events read from Kafka (``run --kafka``); the same events also go to the Delta topic under the
-root, untouched by the job, where the checks read the input. ``--s3`` starts an S3-compatible
+``--kafka`` starts Apache Kafka (:mod:`jobs.kafka_broker`) and runs the job on its events read
+from Kafka (``run --kafka``); the same events also go to the Delta topic under the root, untouched
+by the job, where the checks read the input. ``--kafka-sink`` (with a broker of its own unless
+``--kafka`` started one) also publishes the counts to Kafka (``run --output-kafka``), kills at
+the Kafka sink's points too (``KAFKA_SINK_CRASH_POINTS``: before its transaction and inside it),
+and checks that a read_committed reader finds every record of the Delta output in Kafka exactly
+once, partition by partition, in order (:mod:`jobs.kafka_sink_check`). ``--s3`` starts an S3-compatible
 store (:mod:`jobs.s3_server`) and puts the job's root there, its state in ``--root``; the checks
 read a copy of the store taken once the job is done, plus the commit files archived while it ran.
 """
@@ -48,9 +53,11 @@ from jobs.harness_checks import GRACE_MS, WINDOW_MS, Report, check
 from jobs.harness_damage import corrupt_local_state, stores_moved_aside
 from jobs.harness_log_archive import ARCHIVE, LogArchiver
 from jobs.kafka_broker import KafkaBroker
-from jobs.pageview import APPLICATION_ID, generate, generate_to_kafka
+from jobs.kafka_sink_check import check_mirror
+from jobs.pageview import APPLICATION_ID, OUTPUT_TOPIC, generate, generate_to_kafka
 from jobs.s3_server import S3Server
 from streams.runtime import CRASH_POINTS as POINTS
+from streams.runtime import KAFKA_SINK_CRASH_POINTS
 
 EVENTS_PER_SECOND = 300
 """Event-time rate of the harness's input: slow enough that thousands of events span many windows,
@@ -95,6 +102,7 @@ def job_command(
     *,
     retention: str = "off",
     kafka: str | None = None,
+    output_kafka: str | None = None,
     state_dir: Path | None = None,
 ) -> list[str]:
     command = [
@@ -107,6 +115,8 @@ def job_command(
         command += ["--set", f"retention.{key}={value}"]
     if kafka:
         command += ["--kafka", kafka]
+    if output_kafka:
+        command += ["--output-kafka", output_kafka]
     if state_dir is not None:
         command += ["--set", f"state_dir={state_dir}"]
     return command
@@ -153,6 +163,7 @@ def run_trials(
     retention: str = "off",
     corrupt: bool = False,
     kafka: str | None = None,
+    kafka_sink: str | None = None,
     local: Path | None = None,
     filesystem: pafs.FileSystem | None = None,
 ) -> Report:
@@ -162,11 +173,14 @@ def run_trials(
     After one trial per point, a trial is armed at a named point with probability
     ``named_fraction``, else killed at random. ``corrupt``: damage local state between trials.
     ``local``: with an object-store ``root`` (reached through ``filesystem``), the local
-    directory for the job's state and the harness's log archive."""
+    directory for the job's state and the harness's log archive. ``kafka_sink``: the cluster the
+    job also publishes its counts to (and the Kafka sink's kill points join the others)."""
     rng = random.Random(seed)
-    report = Report(guarantee, emit, retention, source="kafka" if kafka else "delta")
+    report = Report(guarantee, emit, retention, source="kafka" if kafka else "delta", sink="delta + kafka" if kafka_sink else "delta")
     state_dir = Path(local or root) / "state"
-    command = job_command(root, guarantee, emit, max_records, retention=retention, kafka=kafka, state_dir=state_dir if local else None)
+    command = job_command(
+        root, guarantee, emit, max_records, retention=retention, kafka=kafka, output_kafka=kafka_sink, state_dir=state_dir if local else None
+    )
 
     def archiver() -> LogArchiver:
         # An object store is polled less often: each poll lists every table's log over HTTP.
@@ -174,6 +188,8 @@ def run_trials(
 
     # at_least_once has no decision point: it publishes, then records its progress.
     points = POINTS if guarantee == "exactly_once" else tuple(p for p in POINTS if p != "after_commit")
+    if kafka_sink:
+        points += KAFKA_SINK_CRASH_POINTS
     if retention != "on":
         points = tuple(p for p in points if not p.startswith(RETENTION_POINT_PREFIX))
     elif not any(p.startswith(RETENTION_POINT_PREFIX) for p in points):
@@ -229,7 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", default=None, help="comma-separated kill points to use instead of all (random kills still happen)")
     parser.add_argument("--named-fraction", type=float, default=0.3, help="after one trial per point: the share of trials armed at a named point")
     parser.add_argument("--corrupt", action="store_true", help="damage local stores and checkpoints between trials")
-    parser.add_argument("--kafka", action="store_true", help="read the input from a Kafka-protocol broker the harness starts")
+    parser.add_argument("--kafka", action="store_true", help="read the input from an Apache Kafka broker the harness starts")
+    parser.add_argument(
+        "--kafka-sink", action="store_true",
+        help="also publish the counts to Kafka (run --output-kafka), kill inside the Kafka sink too, and check Kafka against the Delta output",
+    )
     parser.add_argument(
         "--s3", action="store_true",
         help="put the job's root on an S3-compatible store the harness starts (SeaweedFS); --root is then the local directory for "
@@ -243,9 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
-        kafka = stack.enter_context(KafkaBroker.start()).bootstrap_servers if args.kafka else None
+        broker = stack.enter_context(KafkaBroker.start()).bootstrap_servers if args.kafka or args.kafka_sink else None
+        kafka, kafka_sink = (broker if args.kafka else None), (broker if args.kafka_sink else None)
         s3 = stack.enter_context(S3Server.start()) if args.s3 else None
-        report = _harness(root, args, kafka, s3)
+        report = _harness(root, args, kafka, kafka_sink, s3)
     report.seconds = time.monotonic() - started
     print(report.summary())
     result = asdict(report)
@@ -255,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if (report.violations and args.guarantee == "exactly_once") else 0
 
 
-def _harness(root: str, args: argparse.Namespace, kafka: str | None, s3: S3Server | None) -> Report:
+def _harness(root: str, args: argparse.Namespace, kafka: str | None, kafka_sink: str | None, s3: S3Server | None) -> Report:
     """``root`` is local; with ``s3``, the job's root is on the store and ``root`` gets its state,
     the log archive and, once the job is done, a copy of the store for the checks."""
     job_root, filesystem = root, None
@@ -281,6 +302,7 @@ def _harness(root: str, args: argparse.Namespace, kafka: str | None, s3: S3Serve
             retention=args.retention,
             corrupt=args.corrupt,
             kafka=kafka,
+            kafka_sink=kafka_sink,
             local=Path(root) if s3 is not None else None,
             filesystem=filesystem,
         )
@@ -288,6 +310,11 @@ def _harness(root: str, args: argparse.Namespace, kafka: str | None, s3: S3Serve
         report.storage = "s3 (SeaweedFS)"
         s3.download(job_root, root)
     check(root, report)
+    if kafka_sink:
+        mirror = check_mirror(root, OUTPUT_TOPIC, kafka_sink, key_column="category", value_column="count")
+        report.kafka_sink_records = mirror.records
+        report.kafka_aborted_records = mirror.aborted_records
+        report.violations += [f"Kafka sink: {v}" for v in mirror.violations]
     return report
 
 

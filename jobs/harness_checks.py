@@ -66,10 +66,17 @@ class Report:
     source: str = "delta"
     """Where the job read its input: ``delta``, or ``kafka`` (the checks read the same events from
     the Delta copy under the root)."""
+    sink: str = "delta"
+    """Where the job wrote its counts: ``delta``, or ``delta + kafka`` (also published to Kafka)."""
+    kafka_sink_records: int = 0
+    """Records of the Delta output checked against Kafka (each exactly once there, in order)."""
+    kafka_aborted_records: int = 0
+    """Records of aborted Kafka transactions (left by kills inside one) in the Kafka topic's log,
+    which read_committed readers skip."""
 
     def summary(self) -> str:
         lines = [
-            f"guarantee {self.guarantee}, emit {self.emit}, retention {self.retention}, source {self.source}, storage {self.storage}: {self.trials} trials in {self.seconds:.0f} s "
+            f"guarantee {self.guarantee}, emit {self.emit}, retention {self.retention}, source {self.source}, sink {self.sink}, storage {self.storage}: {self.trials} trials in {self.seconds:.0f} s "
             f"(kills: {dict(self.kills)}; runs that finished before their kill: {self.runs_finished_early})",
             f"  windows checked: {self.windows}, wrong: {self.wrong_windows}",
             f"  repartition records duplicated: {self.duplicated_repartition_records}, missing: {self.missing_repartition_records}",
@@ -77,6 +84,11 @@ class Report:
             f"files added twice: {self.duplicated_files}",
             f"  stores checked against their changelogs: {self.stores_checked}, rewritten files checked: {self.rewritten_files_checked}",
         ]
+        if self.sink != "delta":
+            lines.append(
+                f"  Kafka sink: {self.kafka_sink_records} output records checked in Kafka (read_committed: each exactly once, in order); "
+                f"aborted records in Kafka's log: {self.kafka_aborted_records}"
+            )
         if self.corruptions:
             lines.append(f"  local state damaged between trials: {dict(self.corruptions)}; corrupt stores moved aside and rebuilt: {self.stores_moved_aside}")
         lines += [f"  {name}: {state}" for name, state in sorted(self.tables.items())]

@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--log-file", default=None, help="where details go (default: <state_dir>/<application_id>/logs/)")
     run.add_argument("--metrics-file", help="append one JSON line per committed micro-batch to this file (for tools: jobs.soak)")
     run.add_argument("--kafka", metavar="HOST:PORT", help="read pageview-events from this Kafka cluster (everything else stays under --root)")
-    run.add_argument("--output-kafka", metavar="HOST:PORT", help="also publish the counts to the Kafka topic pageview-counts there, exactly once")
+    run.add_argument("--output-kafka", metavar="HOST:PORT", help=f"also publish the counts to the Kafka topic {OUTPUT_TOPIC} there, exactly once (read it read_committed)")
     _topology_args(run)
 
     results = commands.add_parser("results", help="print the windowed counts as CSV")

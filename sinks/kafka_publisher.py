@@ -8,12 +8,17 @@ rides in the same Kafka transaction as a consumer-group offset (group ``<transac
 partition 0 of the first Kafka topic, offset ``batch_id + 1``, via
 ``send_offsets_to_transaction``): after a crash, the group's committed offset tells which decided
 batches already reached Kafka, so recovery publishes exactly the missing ones.
+
+``on_step`` is called with one of :data:`KILL_POINTS` inside the Kafka transaction, so a test can
+kill the process there: the records handed to the producer (not all sent), the records in the
+partitions' logs (acknowledged, not committed), the batch number added to the transaction (only
+``commit_transaction`` left), and the transaction committed.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +31,15 @@ from sinks.serde import HEADERS
 
 NO_BATCH = -1
 _START = struct.Struct(">q")
+
+AFTER_PRODUCE = "after_kafka_produce"
+BEFORE_SEND_OFFSETS = "before_kafka_send_offsets"
+BEFORE_COMMIT = "before_kafka_commit"
+"""After ``send_offsets_to_transaction`` returned (librdkafka's call waits for the group
+coordinator), before ``commit_transaction``: nothing runs between the two."""
+AFTER_COMMIT = "after_kafka_commit"
+KILL_POINTS = (AFTER_PRODUCE, BEFORE_SEND_OFFSETS, BEFORE_COMMIT, AFTER_COMMIT)
+"""Every point ``on_step`` is called at, in the order a batch reaches them."""
 
 
 class FencedError(TopicError):
@@ -42,6 +56,8 @@ class KafkaPublisher:
     """Logical topic -> where and how it is written in Kafka."""
     partitions: Mapping[str, int]
     """Logical topic -> its Kafka partition count (records keep their Delta partition)."""
+    on_step: Callable[[str], None] | None = None
+    """Called with each of :data:`KILL_POINTS` as a batch passes it (for kill tests)."""
     _producer: Any = field(default=None, repr=False)
     _group: Any = field(default=None, repr=False)
     """A consumer of the group holding the batch numbers (never subscribed): reads the last
@@ -78,8 +94,14 @@ class KafkaPublisher:
             producer.begin_transaction()
             for logical, table in records.items():
                 sent += self._produce(self.topics[logical], table, self.partitions[logical])
+            self._step(AFTER_PRODUCE)
+            # Not needed for correctness (commit_transaction flushes): it makes the next point the
+            # one where every record is in its partition's log, uncommitted.
+            producer.flush(timeout_s)
+            self._step(BEFORE_SEND_OFFSETS)
             offsets = [TopicPartition(self._first.name, 0, batch_id + 1)]
             producer.send_offsets_to_transaction(offsets, self._group.consumer_group_metadata(), timeout_s)
+            self._step(BEFORE_COMMIT)
             producer.commit_transaction(timeout_s)
         except KafkaException as e:
             error = e.args[0] if e.args else None
@@ -93,7 +115,12 @@ class KafkaPublisher:
             except KafkaException:
                 pass
             raise TopicError(f"publishing batch {batch_id} to Kafka failed: {error}", topic=self._first.name) from e
+        self._step(AFTER_COMMIT)
         return sent
+
+    def _step(self, point: str) -> None:
+        if self.on_step is not None:
+            self.on_step(point)
 
     def _produce(self, topic: KafkaTopic, table: pa.Table, partitions: int) -> int:
         if not table.num_rows:

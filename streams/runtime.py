@@ -2,12 +2,14 @@
 
 ``spark_session(config)`` is the session ``StreamsApp`` starts when none is given;
 ``CRASH_POINTS`` names the points of the commit protocol (``COMMIT_CRASH_POINTS``) and of the
-retention steps where ``DELTASTREAMS_CRASH_AT`` makes the
-driver kill itself (see docs/exactly-once.md).
+retention steps where ``DELTASTREAMS_CRASH_AT`` makes the driver kill itself, and
+``KAFKA_SINK_CRASH_POINTS`` those of the Kafka sink, reached only with topics mirrored to Kafka
+(see docs/exactly-once.md).
 """
 
 from streams._internal.runtime.crashpoints import COMMIT_POINTS as COMMIT_CRASH_POINTS
+from streams._internal.runtime.crashpoints import KAFKA_SINK_POINTS as KAFKA_SINK_CRASH_POINTS
 from streams._internal.runtime.crashpoints import POINTS as CRASH_POINTS
 from streams._internal.spark.session import spark_session
 
-__all__ = ["COMMIT_CRASH_POINTS", "CRASH_POINTS", "spark_session"]
+__all__ = ["COMMIT_CRASH_POINTS", "CRASH_POINTS", "KAFKA_SINK_CRASH_POINTS", "spark_session"]

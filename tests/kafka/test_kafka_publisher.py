@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from sinks.kafka import KafkaTopic, end_offsets, read_range
-from sinks.kafka_publisher import NO_BATCH, FencedError, KafkaPublisher, publish_missing
+from sinks.kafka_publisher import KILL_POINTS, NO_BATCH, FencedError, KafkaPublisher, publish_missing
 
 
 def batch(start, n):
@@ -16,8 +16,8 @@ def batch(start, n):
                              "value": [f"v{i}" for i in range(start, start + n)], "timestamp": pa.array(range(start, start + n), pa.int64())})}
 
 
-def publisher_for(broker, name, instance="app-1-kafka"):
-    publisher = KafkaPublisher(instance, {"out": KafkaTopic(broker.bootstrap_servers, name)}, {"out": 2})
+def publisher_for(broker, name, instance="app-1-kafka", on_step=None):
+    publisher = KafkaPublisher(instance, {"out": KafkaTopic(broker.bootstrap_servers, name)}, {"out": 2}, on_step=on_step)
     publisher.start()
     return publisher
 
@@ -52,3 +52,26 @@ def test_a_new_instance_fences_the_old_one(broker, topic_name):
     assert new.last_published() == 0
     new.publish(1, batch(2, 2))
     assert new.last_published() == 1
+
+
+def test_each_batch_passes_the_kill_points_in_order_and_is_in_the_log_before_its_number(broker, topic_name):
+    """The kill tests rely on what each point means: at before_kafka_send_offsets every record of
+    the batch is in the partitions' logs, uncommitted (past the read_committed end)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    broker.create_topic(topic_name, 2)
+    seen, in_log = [], []
+
+    def step(point):
+        seen.append(point)
+        if point == "before_kafka_send_offsets":
+            for isolation in ("read_uncommitted", "read_committed"):
+                consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "steps", "isolation.level": isolation})
+                in_log.append(sum(consumer.get_watermark_offsets(TopicPartition(topic_name, p), timeout=10, cached=False)[1] for p in range(2)))
+                consumer.close()
+
+    publisher = publisher_for(broker, topic_name, f"{topic_name}-0-kafka", on_step=step)
+    publisher.publish(0, batch(0, 6))
+    assert seen == list(KILL_POINTS)
+    assert in_log == [6, 0]
+    publisher.close()

@@ -17,10 +17,9 @@ from sinks.kafka import KafkaTopic, encode, partition_count, read_range, waterma
 
 
 def produce(broker, topic, records):
-    """``(partition, key bytes, value bytes, timestamp, headers)`` records, in order, one per
-    produce request: this broker reports a partition's end as its last batch's first offset + 1
-    (tests/kafka/test_broker_gaps.py)."""
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "batch.num.messages": 1})
+    """``(partition, key bytes, value bytes, timestamp, headers)`` records, in order, batched as
+    librdkafka batches by default."""
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
     for partition, key, value, ts, headers in records:
         producer.produce(topic, key=key, value=value, partition=partition, timestamp=ts, headers=headers)
     assert producer.flush(10) == 0

@@ -11,15 +11,17 @@ import signal
 import sys
 from collections import Counter
 
+from sinks.kafka_publisher import KILL_POINTS as KAFKA_TRANSACTION_POINTS
 from sinks.retention import KILL_POINTS as RETENTION_POINTS
 
 COMMIT_POINTS = ("after_data_files", "after_consolidate", "after_commit", "during_publication", "before_spark_commit")
 POINTS = COMMIT_POINTS + RETENTION_POINTS
 """The commit protocol's points (docs/exactly-once.md), then those inside retention steps
 (docs/retention.md)."""
-KAFKA_SINK_POINTS = ("before_kafka_publish",)
-"""With topics mirrored to Kafka: after a batch is decided and published under the root, before
-its Kafka transaction (reached only then, so not in :data:`POINTS`)."""
+KAFKA_SINK_POINTS = ("before_kafka_publish", *KAFKA_TRANSACTION_POINTS)
+"""With topics mirrored to Kafka (reached only then, so not in :data:`POINTS`): after a batch is
+decided and published under the root, before its Kafka transaction; then inside that transaction
+(:data:`sinks.kafka_publisher.KILL_POINTS`)."""
 _reached: Counter[str] = Counter()
 
 

@@ -19,6 +19,7 @@ from sinks import Topic, open_table, read_commit
 from sinks.kafka import KafkaTopic, create_kafka_topic
 from sinks.kafka_publisher import KafkaPublisher
 from sinks.transaction import DecidedBatch, decided_entry
+from streams._internal.runtime.crashpoints import crash_point
 from streams._internal.runtime.registry import TopicRegistry
 from topology.graph import Topology
 
@@ -39,7 +40,7 @@ class KafkaMirror:
                 continue
             topics = {t: KafkaTopic(kafka.bootstrap_servers, t, kafka.key_format, kafka.value_format, client=dict(kafka.client)) for t in mirrored}
             partitions = {t: registry.partitions(t) for t in mirrored}
-            self.publishers[sub.id] = KafkaPublisher(f"{config.application_id}-{sub.id}-kafka", topics, partitions)
+            self.publishers[sub.id] = KafkaPublisher(f"{config.application_id}-{sub.id}-kafka", topics, partitions, on_step=crash_point)
 
     def start(self, log_uri) -> None:
         """Take over every producer (fencing older instances), then publish what they missed.
