@@ -39,3 +39,15 @@ def classpath() -> str:
             f"the JVM artifacts are not built ({PROJECT_JAR} is missing): run bin/setup, which builds jvm/pom.xml with Maven"
         )
     return f"{PROJECT_JAR}{os.pathsep}{LIB_DIR}/*"
+
+
+SPARK_LIB_DIR = JVM_DIR / "spark" / "target" / "lib"
+
+
+def spark_jars() -> list[str]:
+    """delta-spark and Spark's Kafka connector with what they need beyond the pyspark wheel
+    (``jvm/spark/pom.xml``), for ``spark.jars``."""
+    jars = sorted(str(p) for p in SPARK_LIB_DIR.glob("*.jar"))
+    if not jars:
+        raise JvmUnavailable(f"delta-spark's jars are not built ({SPARK_LIB_DIR} is empty): run bin/setup, which builds jvm/spark/pom.xml with Maven")
+    return jars
