@@ -171,4 +171,4 @@ class Topology:
         return f"{application_id}-{topic}" if topic in self.internal_topics else topic
 
     def describe(self) -> TopologyDescription:
-        return describe(self.nodes, self.parents, self.children, self.subtopologies, self.global_stores)
+        return describe(self.nodes, self.parents, self.subtopologies, self.global_stores)
