@@ -7,7 +7,6 @@ table, whose changes are a stream), which is why they share this module.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -229,7 +228,7 @@ class KStream:
         """Route records through a repartition topic (by their current key): a sub-topology
         boundary. The topic is ``<application_id>-<name>-repartition``."""
         prefix = name if name is not None else self._graph.processor_name("KSTREAM-REPARTITION")
-        source = self._graph.add_repartition(self._node, prefix, user_named=name is not None)
+        source = self._graph.add_repartition(self._node, prefix)
         return KStream(self._graph, source)
 
     def group_by_key(self, *, name: str | None = None) -> KGroupedStream:
@@ -250,7 +249,7 @@ class KStream:
         store = self._graph.store_name("KSTREAM-TOTABLE")
         parent = self._node
         if self._repartition_required:
-            parent = self._graph.add_repartition(parent, processor, user_named=name is not None)
+            parent = self._graph.add_repartition(parent, processor)
         node = self._graph.add(TableSourceNode(processor, store), [parent])
         return KTable(self._graph, node, _source=node)
 
@@ -491,8 +490,7 @@ class _Grouped:
         parent = self._node
         if self._repartition_required:
             repartition_prefix = self._group_name if self._group_name is not None else store
-            user_named = self._group_name is not None or name is not None
-            parent = self._graph.add_repartition(parent, repartition_prefix, user_named=user_named)
+            parent = self._graph.add_repartition(parent, repartition_prefix)
         self._graph.add(_aggregation_node(processor, store, aggregation, windows, sessions, merger, emit_final), [parent])
         return KTable(self._graph, processor, windows, _sessions=sessions)
 
@@ -559,9 +557,6 @@ class KGroupedStream(_Grouped):
 
 
 _COGROUP_AGGREGATE = "COGROUPKSTREAM-AGGREGATE"
-_KAFKA_GENERATED = re.compile(r"KSTREAM.*-[0-9]{10}")
-"""Kafka names a repartition's nodes by counter only when its prefix matches this; a cogroup's
-generated store name (``COGROUPKSTREAM-...``) does not, so its repartitions are named after it."""
 
 
 @dataclass(frozen=True)
@@ -633,7 +628,7 @@ class CogroupedKStream:
             self._graph.burn_repartition_names()
             return made
         prefix = grouped._group_name if grouped._group_name is not None else store
-        source = self._graph.add_repartition(grouped._node, prefix, user_named=not _KAFKA_GENERATED.fullmatch(prefix))
+        source = self._graph.add_repartition(grouped._node, prefix)
         self._repartitions[id(grouped)] = source
         return source
 

@@ -91,7 +91,11 @@ class FilterNode(Node):
 @dataclass(frozen=True)
 class NullKeyFilterNode(Node):
     """Kafka puts a filter before every repartition sink; Kafka drops null keys there silently,
-    here they go to the dead-letter topic (or fail the job)."""
+    here they go to the dead-letter topic (or fail the job). ``relaxed``: a join that takes
+    null keys (a left join of a table or global table, a left or outer join of streams) is
+    downstream, so null keys go through to it, as Kafka 3.7+ lets them (KIP-962)."""
+
+    relaxed: bool = False
 
 
 @dataclass(frozen=True)
