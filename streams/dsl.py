@@ -186,7 +186,8 @@ class KStream:
         typed = [s for s in store_names if self._graph.user_stores[s].typed]
         if typed:
             raise TopologyError(f"{operator}(): store {typed[0]!r} is typed (key_type/value_type), for process_batches(); register one without types for a Processor", node=operator)
-        processor = self._name(name, "KSTREAM-PROCESSVALUES" if fixed_key else "KSTREAM-PROCESSOR")
+        # Kafka takes a counter value only for an unnamed processor (KStreamImpl.process).
+        processor = name if name is not None else self._graph.processor_name("KSTREAM-PROCESSVALUES" if fixed_key else "KSTREAM-PROCESSOR")
         node = ProcessNode(processor, supplier, tuple(store_names), f"{processor}-schedules", fixed_key)
         return self._then(node, changes_key=not fixed_key)
 
@@ -210,7 +211,7 @@ class KStream:
                 "Stores.key_value_store_builder(supplier, key_type=..., value_type=...) (pyarrow types)",
                 node="process_batches",
             )
-        processor = self._name(name, "KSTREAM-PROCESSOR")
+        processor = name if name is not None else self._graph.processor_name("KSTREAM-PROCESSOR")
         types = tuple((b.name, b.key_type, b.value_type) for b in builders)
         node = BatchProcessNode(processor, supplier, tuple(store_names), f"{processor}-schedules", False, types)
         return self._then(node, changes_key=True)
@@ -301,7 +302,8 @@ class KStream:
         if selector.is_column:
             raise TopologyError(f"{operator}(global_table, key_selector, joiner): the key selector is a Python callable", node=operator)
         fn = joiner_function(joiner, operator=operator)
-        processor = self._name(name, "KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN")
+        # Kafka names both global-table joins KSTREAM-LEFTJOIN (KStreamImpl.globalTableJoin).
+        processor = self._name(name, "KSTREAM-LEFTJOIN")
         node = StreamGlobalTableJoinNode(processor, selector, fn, table._node, table._store, left)
         return KStream(self._graph, self._graph.add(node, [self._node]))
 
@@ -330,15 +332,16 @@ class KStream:
             other_node = graph.repartition_for_join(other_node, f"{name}-right" if name is not None else other_node, user_named=name is not None)
         left_outer, right_outer = kind is not JoinKind.INNER, kind is JoinKind.OUTER
         # Kafka's counter order: both windowed nodes, this side, the other side, the merge.
-        this_windowed = f"{name}-this-windowed" if name is not None else graph.processor_name("KSTREAM-WINDOWED")
-        other_windowed = f"{name}-other-windowed" if name is not None else graph.processor_name("KSTREAM-WINDOWED")
+        # A name does not spare the counter values (Kafka's NamedInternal.suffixWithOrElseGet).
+        this_windowed = _named(graph, None if name is None else f"{name}-this-windowed", "KSTREAM-WINDOWED")
+        other_windowed = _named(graph, None if name is None else f"{name}-other-windowed", "KSTREAM-WINDOWED")
         this_generated = graph.processor_name("KSTREAM-OUTERTHIS" if right_outer else "KSTREAM-JOINTHIS")
         other_generated = graph.processor_name("KSTREAM-OUTEROTHER" if left_outer else "KSTREAM-JOINOTHER")
         this_suffix = "-outer-this-join" if right_outer else "-this-join"
         other_suffix = "-outer-other-join" if left_outer else "-other-join"
         this_join = f"{name}{this_suffix}" if name is not None else this_generated
         other_join = f"{name}{other_suffix}" if name is not None else other_generated
-        merge = f"{name}-merge" if name is not None else graph.processor_name("KSTREAM-MERGE")
+        merge = _named(graph, None if name is None else f"{name}-merge", "KSTREAM-MERGE")
         this_store = f"{store_name}{this_suffix}-store" if store_name is not None else f"{this_generated}-store"
         other_store = f"{store_name}{other_suffix}-store" if store_name is not None else f"{other_generated}-store"
         outer_store = None
@@ -949,7 +952,9 @@ class KGroupedTable:
 
     def _aggregate(self, aggregation: Aggregation, subtractor: Any, name: str | None) -> KTable:
         prefix = _TABLE_AGGREGATE_PREFIX[aggregation.kind]
-        store = name if name is not None else self._graph.store_name(prefix)
+        # Kafka names a table aggregation's store KTABLE-AGGREGATE-STATE-STORE-... whatever the
+        # kind; only its processor is a KTABLE-REDUCE for reduce().
+        store = name if name is not None else self._graph.store_name("KTABLE-AGGREGATE")
         topic = f"{self._group_name if self._group_name is not None else store}-repartition"
         source = self._graph.add_change_repartition(self._node, topic)
         processor = self._graph.processor_name(prefix)
