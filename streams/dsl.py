@@ -817,18 +817,54 @@ class KTable:
             self._graph.replace(node)
         return node.store
 
+    def _send_old_values(self, *, force: bool) -> bool:
+        """Kafka's ``enableSendingOldValues(forceMaterialization)``: the filters between this
+        table and its root learn each update's old value if the root keeps a store (an
+        aggregation, or a source that is materialized, or is made so when ``force``) or is a
+        table-table join, and then leave out the updates absent both before and after them.
+        Returns whether they do."""
+        chain, name = [], self._node
+        while isinstance(self._graph.node(name), (TableFilterNode, TableMapValuesNode)):
+            chain.append(name)
+            (name,) = self._graph.parents(name)
+        root = self._graph.node(name)
+        if isinstance(root, TableSourceNode):
+            if root.store is None:
+                if not force:
+                    return False
+                self._graph.replace(TableSourceNode(root.name, root.store_name, store=root.store_name))
+        elif isinstance(root, TableMergeNode):
+            # A join's result has old values once both joined tables send theirs (Kafka's
+            # KTableKTableJoinMerger forces them, whatever ``force`` says).
+            for side in self._graph.parents(name):
+                (joined,) = self._graph.parents(side)
+                KTable(self._graph, joined)._send_old_values(force=True)
+        elif not isinstance(root, (AggregateNode, TableAggregateNode, CogroupMergeNode)) or getattr(root, "windows", None) is not None:
+            return False  # a windowed table: its filters cannot look old values up by key
+        for name in chain:
+            node = self._graph.node(name)
+            if isinstance(node, TableFilterNode) and not node.old_values:
+                self._graph.replace(TableFilterNode(node.name, node.predicate, node.negate, old_values=True))
+        return True
+
     def filter(self, predicate: Callable[[Any, Any], bool] | Any, *, name: str | None = None) -> KTable:
         """Keep rows for which ``predicate(key, value)`` is true: an update that fails it is
-        forwarded as a delete of the key, as Kafka does."""
+        forwarded as a delete of the key, as Kafka does; if the table keeps a store (named, read
+        by key or re-grouped), as Kafka does too, only where the row passed before."""
         fn = user_function(predicate, operator="filter")
         node = TableFilterNode(_named(self._graph, name, "KTABLE-FILTER"), fn)
-        return self._then(node)
+        table = self._then(node)
+        table._send_old_values(force=False)
+        return table
 
     def filter_not(self, predicate: Callable[[Any, Any], bool] | Any, *, name: str | None = None) -> KTable:
-        """Drop rows for which ``predicate(key, value)`` is true (forwarded as deletes)."""
+        """Drop rows for which ``predicate(key, value)`` is true (forwarded as deletes, as with
+        :meth:`filter`)."""
         fn = user_function(predicate, operator="filter_not")
         node = TableFilterNode(_named(self._graph, name, "KTABLE-FILTER"), fn, negate=True)
-        return self._then(node)
+        table = self._then(node)
+        table._send_old_values(force=False)
+        return table
 
     def map_values(self, mapper: Callable[..., Any] | Any, *, name: str | None = None) -> KTable:
         """New values: ``mapper(value)`` or ``mapper(key, value)``; a delete stays a delete."""
@@ -853,6 +889,7 @@ class KTable:
         fn = user_function(selector, operator="group_by")
         select = _named(self._graph, name, "KTABLE-SELECT")
         self._materialize()  # the old values come from the table's store
+        self._send_old_values(force=True)
         node = self._graph.add(TableSelectNode(select, fn), [self._node])
         return KGroupedTable(self._graph, node, name)
 
@@ -881,6 +918,10 @@ class KTable:
         merge = _named(self._graph, name, "KTABLE-MERGE")
         this_side = _named(self._graph, None if name is None else f"{name}-join-this", "KTABLE-JOINTHIS")
         other_side = _named(self._graph, None if name is None else f"{name}-join-other", "KTABLE-JOINOTHER")
+        if kind is not JoinKind.INNER:
+            self._send_old_values(force=True)
+        if kind is JoinKind.OUTER:
+            other._send_old_values(force=True)
         this_store, other_store = self._materialize(), other._materialize()
         self._graph.add(TableTableJoinNode(this_side, fn, other._node, other_store, kind, this_is_left=True), [self._node])
         self._graph.add(TableTableJoinNode(other_side, fn, self._node, this_store, kind, this_is_left=False), [other._node])
@@ -899,6 +940,7 @@ class KTable:
         stream time is ``limit`` past the key's first buffered update (any table)."""
         if not isinstance(suppressed, Suppressed):
             raise TopologyError(f"suppress() takes Suppressed.until_window_closes() or until_time_limit(...), got {suppressed!r}", node="suppress")
+        self._send_old_values(force=True)  # as Kafka's suppress: a source table keeps a store
         processor = name if name is not None else self._graph.processor_name("KTABLE-SUPPRESS")
         store = f"{name}-store" if name is not None else self._graph.store_name("KTABLE-SUPPRESS")
         buffer = suppressed.buffer

@@ -382,6 +382,10 @@ class TableFilterNode(Node):
 
     predicate: UserFunction
     negate: bool = False
+    old_values: bool = False
+    """Kafka's ``sendOldValues``: the filter knows each update's old value (its table's root keeps
+    a store, or is a table-table join), so an update that is absent both before and after the
+    filter is not forwarded at all instead of as a tombstone."""
 
     @property
     def function(self) -> UserFunction:
