@@ -33,7 +33,7 @@ from topology.nodes import (
     SinkNode,
     ToStreamNode,
 )
-from topology.records import KEY, TIMESTAMP, VALUE, Windowed
+from topology.records import HEADERS, KEY, TIMESTAMP, VALUE, Windowed
 
 
 def _describe_error(fn: UserFunction, error: BaseException) -> str:
@@ -221,16 +221,22 @@ def _rebuild(node: str, flow: Flow, rows: np.ndarray, new_keys: list[Any], new_v
     columns = [child.table.column(SEQ), child.table.column(TIMESTAMP)]
     if windowed:
         columns += [pa.array(starts, pa.int64()), pa.array(ends, pa.int64())]
-    table = pa.table(columns + [keys, values_array], schema=flow_schema(keys.type, values_array.type, windowed))
+    table = _with_headers_of(child, pa.table(columns + [keys, values_array], schema=flow_schema(keys.type, values_array.type, windowed)))
     out = Flow(table, windowed, None, values_py)
     return out if ok.all() else out.filter(ok)
+
+
+def _with_headers_of(flow: Flow, table: pa.Table) -> pa.Table:
+    """``table`` (built from ``flow``'s rows) with the headers ``flow``'s records were given
+    upstream (a user processor's, a suppression's own), which its ``_seq`` cannot give back."""
+    return table.append_column(HEADERS, flow.table.column(HEADERS)) if HEADERS in flow.table.column_names else table
 
 
 def _rekeyed(flow: Flow, keys: pa.ChunkedArray, values: pa.ChunkedArray | None = None) -> Flow:
     """The flow with new keys (and values): window columns no longer apply."""
     value_column = flow.table.column(VALUE) if values is None else values
     columns = [flow.table.column(SEQ), flow.table.column(TIMESTAMP), keys, value_column]
-    return Flow(pa.table(columns, schema=flow_schema(keys.type, value_column.type, False)), False)
+    return Flow(_with_headers_of(flow, pa.table(columns, schema=flow_schema(keys.type, value_column.type, False))), False)
 
 
 class SelectKeyOperator(Operator, node=SelectKeyNode):

@@ -7,6 +7,9 @@ revision timestamp, as in Kafka) moves, and every window whose end is at least t
 order: by window end, then key bytes. A window updated after it went out (a session or sliding
 window can still take a record at that boundary, as in Kafka) is buffered again and goes out
 again. Deletes (a session merged away) are buffered like any revision and never emitted.
+
+A buffered revision keeps its record's headers, and goes out with them, as Kafka's buffer keeps
+each revision's record context.
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ import pyarrow as pa
 from conf.errors import ProcessingError
 from sinks.serde import key_bytes
 from state import TimeKeyedStore
-from streams._internal.processing.flow import Flow, concat_flows, flow_schema, infer_array
+from streams._internal.processing.flow import Flow, concat_flows, flow_schema, infer_array, record_headers
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from topology.nodes import SuppressNode
-from topology.records import KEY, VALUE, WINDOW_END, WINDOW_START
+from topology.records import HEADERS, KEY, VALUE, WINDOW_END, WINDOW_START, headers_array, headers_of
 
 _START = struct.Struct(">q")
 
@@ -36,11 +39,19 @@ class SuppressOperator(Operator, node=SuppressNode):
         self.buffer = TimeKeyedStore(build.stores[node.store])
 
     def process(self, revisions: Flow, context: ProcessContext) -> Flow:
+        inputs = context.input_headers() if context.input_headers is not None else None
+        column = record_headers(revisions, inputs) if len(revisions) else None
+        headers = headers_of(column) if column is not None else [()] * len(revisions)
         if self.node.time_limit_ms is not None:
-            return _TimeLimit(self.node, self.buffer).process(revisions)
-        if not len(revisions):
+            out = _TimeLimit(self.node, self.buffer).process(revisions, headers)
+        elif not len(revisions):
             return Flow.empty(revisions.key_type, revisions.value_type, windowed=True)
-        return _FinalResults(self.node, self.buffer).process(revisions)
+        else:
+            out = _FinalResults(self.node, self.buffer).process(revisions, headers)
+        if HEADERS in out.table.column_names and inputs is None and not any(headers_of(out.table.column(HEADERS))):
+            # No record has headers: none to give or to keep from being inherited.
+            out = Flow(out.table.drop_columns([HEADERS]), out.windowed)
+        return out
 
     # -- idle close (streams._internal.processing.idle) -----------------------------------------
 
@@ -71,7 +82,7 @@ class _FinalResults:
         self.node, self.buffer = node, buffer
         self.bounded = node.max_records is not None or node.max_bytes is not None
 
-    def process(self, revisions: Flow) -> Flow:
+    def process(self, revisions: Flow, headers: list) -> Flow:
         table, buffer, delay = revisions.table, self.buffer, self.node.grace_ms
         stamps, seqs = revisions.timestamps, revisions.seqs
         stream_time = buffer.stream_time
@@ -90,7 +101,7 @@ class _FinalResults:
             ts = int(stamps[i])
             stream_time = max(stream_time, ts)
             window = (end, kb + _START.pack(start))
-            entry = pickle.dumps((key, value, ts, start, end), protocol=5)
+            entry = pickle.dumps((key, value, ts, start, end, headers[i]), protocol=5)
             buffer.put(*window, entry)
             if end <= last_horizon:
                 if window not in due:
@@ -102,9 +113,9 @@ class _FinalResults:
                 gone = heapq.heappop(queue)
                 buffer.delete(*gone)
                 held.pop(gone, None)
-                key_, value_, ts_, start_ = pickle.loads(due.pop(gone))[:4]
-                if value_ is not None:  # Kafka's final results drop buffered deletes
-                    out.append((int(seqs[i]), (key_, value_, ts_, start_, gone[0])))
+                entry_ = pickle.loads(due.pop(gone))
+                if entry_[1] is not None:  # Kafka's final results drop buffered deletes
+                    out.append((int(seqs[i]), entry_))
             if self.bounded:  # checked after every record, once the windows it closed have gone out
                 self._check_capacity(len(held), sum(held.values()))
         buffer.forget_up_to(last_horizon)
@@ -125,8 +136,8 @@ class _FinalResults:
         goes out, in buffer order, deletes dropped."""
         self.buffer.stream_time += by_ms
         out = [
-            (0, (entry[0], entry[1], entry[2], entry[3], end))
-            for end, _, raw in self.buffer.take_up_to(self.buffer.stream_time - self.node.grace_ms)
+            (0, entry)
+            for _, _, raw in self.buffer.take_up_to(self.buffer.stream_time - self.node.grace_ms)
             if (entry := pickle.loads(raw))[1] is not None
         ]
         return _emitted(out, template)
@@ -154,7 +165,7 @@ class _TimeLimit:
         raw = self.store.get(key)
         return 0 if raw is None else _LONG.unpack(raw)[0]
 
-    def process(self, updates: Flow) -> Flow:
+    def process(self, updates: Flow, headers: list) -> Flow:
         table = updates.table
         windowed = updates.windowed
         kbytes = key_bytes(table.column(KEY))
@@ -168,7 +179,7 @@ class _TimeLimit:
             stamp = int(stamps[i])
             if stamp > self.buffer.stream_time:
                 self.buffer.stream_time = stamp
-            entry = pickle.dumps((keys[i], values[i], stamp, starts[i], ends[i]), protocol=5)
+            entry = pickle.dumps((keys[i], values[i], stamp, starts[i], ends[i], headers[i]), protocol=5)
             raw_time = self.store.get(_INDEX + entry_key)
             if raw_time is None:
                 buffered_at = stamp
@@ -220,6 +231,8 @@ class _TimeLimit:
 
 
 def _emitted(out: list[tuple[int, tuple]], template: Flow) -> Flow:
+    """Buffer entries ``(key, value, timestamp, window start, window end[, headers])`` as a flow,
+    each with its own headers (entries buffered before headers were kept have none)."""
     windowed = template.windowed
     if not out:
         return Flow.empty(template.key_type, template.value_type, windowed=windowed)
@@ -228,4 +241,6 @@ def _emitted(out: list[tuple[int, tuple]], template: Flow) -> Flow:
     columns = [pa.array([seq for seq, _ in out], pa.int64()), pa.array([e[2] for _, e in out], pa.int64())]
     if windowed:
         columns += [pa.array([e[3] for _, e in out], pa.int64()), pa.array([e[4] for _, e in out], pa.int64())]
-    return Flow(pa.table(columns + [keys, values], schema=flow_schema(keys.type, values.type, windowed)), windowed)
+    table = pa.table(columns + [keys, values], schema=flow_schema(keys.type, values.type, windowed))
+    # The entries' own headers, not those of the record that made them go out (the _seq's).
+    return Flow(table.append_column(HEADERS, headers_array([e[5] if len(e) > 5 else () for _, e in out])), windowed)
