@@ -28,6 +28,8 @@ class Shape:
     """The topics scenarios pipe records into."""
     outputs: tuple[str, ...] = ("out",)
     """The topics whose records are compared."""
+    tables: tuple[str, ...] = ()
+    """Those of ``inputs`` read as tables: drawn with more tombstones (null values)."""
 
 
 # -- drawing names ----------------------------------------------------------------------------
@@ -216,10 +218,20 @@ def draw_aggregate(rng: random.Random) -> dict:
     return p
 
 
+# The other shapes' modules build on the blocks above, so they are imported once those exist.
+from jobs.differential import join_shapes, processor_shapes, table_shapes  # noqa: E402
+
 SHAPES: dict[str, Shape] = {
     shape.name: shape
     for shape in (
         Shape("stateless", build_stateless, draw_stateless),
         Shape("aggregate", build_aggregate, draw_aggregate),
+        table_shapes.TABLE,
+        join_shapes.STREAM_TABLE_JOIN,
+        join_shapes.STREAM_STREAM_JOIN,
+        join_shapes.TABLE_TABLE_JOIN,
+        join_shapes.GLOBAL_TABLE_JOIN,
+        processor_shapes.MERGE_SPLIT,
+        processor_shapes.PROCESSOR,
     )
 }

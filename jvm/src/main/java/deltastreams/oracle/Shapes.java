@@ -40,6 +40,13 @@ final class Shapes {
     switch (shape) {
       case "stateless" -> stateless(p, builder, outputs);
       case "aggregate" -> aggregate(p, builder, outputs);
+      case "table" -> TableShapes.table(p, builder, outputs);
+      case "stream_table_join" -> JoinShapes.streamTable(p, builder, outputs);
+      case "stream_stream_join" -> JoinShapes.streamStream(p, builder, outputs);
+      case "table_table_join" -> JoinShapes.tableTable(p, builder, outputs);
+      case "global_table_join" -> JoinShapes.globalTable(p, builder, outputs);
+      case "merge_split" -> ProcessorShapes.mergeSplit(p, builder, outputs);
+      case "processor" -> ProcessorShapes.processor(p, builder, outputs);
       default -> throw new IllegalArgumentException("no shape named " + shape);
     }
   }
