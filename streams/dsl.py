@@ -945,7 +945,8 @@ class KTable:
         store = f"{name}-store" if name is not None else self._graph.store_name("KTABLE-SUPPRESS")
         buffer = suppressed.buffer
         if suppressed.time_limit_ms is not None:
-            node = SuppressNode(processor, store, 0, suppressed.time_limit_ms, buffer.records_limit, buffer.bytes_limit, buffer.shut_down)
+            sessions = isinstance(self._sessions, SessionWindows)
+            node = SuppressNode(processor, store, 0, suppressed.time_limit_ms, buffer.records_limit, buffer.bytes_limit, buffer.shut_down, sessions)
         else:
             node = SuppressNode(processor, store, self._final_results_delay(), None, buffer.records_limit, buffer.bytes_limit, buffer.shut_down)
         self._graph.add(node, [self._node])

@@ -349,6 +349,9 @@ class SuppressNode(Node):
     max_records: int | None = None
     max_bytes: int | None = None
     shut_down_when_full: bool = False
+    sessions: bool = False
+    """Suppresses a session-windowed table: a window is keyed by its end as well as its start
+    (two sessions of a key can share a start: one merged away, the one it merged into)."""
 
     @property
     def stores(self) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ from streams._internal.processing.idle import advance_windows_store, remember_ke
 from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
 from streams._internal.processing.windowing import last_emitted_close, remember_emitted_close
 from topology.nodes import AggregationKind, SessionAggregateNode
-from topology.records import KEY, Windowed
+from topology.records import HEADERS, KEY, Windowed, headers_array
 
 
 
@@ -94,7 +94,13 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
         store.end_batch()
         if self.caching:
             out = _last_per_session(out, raw_keys, existed)
-        return self._flow(flow, out, context)
+        updates = self._flow(flow, out, context)
+        if self.caching or context.input_headers is None or context.input_headers() is None:
+            return updates
+        # Kafka forwards a session's updates (and merged-away deletes) as new records, without
+        # the input record's headers, unless its cache forwards them (with the context of the
+        # record that last updated the session); its final results keep them.
+        return Flow(updates.table.append_column(HEADERS, headers_array([()] * len(updates))), True, None, updates._values)
 
     def _aggregate_record(self, i: int, key: Any, kb: bytes, value: Any, ts: int, close: int, seq: int, out: _Forwarded, context: ProcessContext) -> None:
         store = self.store

@@ -175,7 +175,9 @@ class _TimeLimit:
         count, size = self._get(_COUNT_KEY), self._get(_BYTES_KEY)
         out: list[tuple[int, tuple]] = []
         for i, kb in enumerate(kbytes):
-            entry_key = kb + (_START.pack(starts[i]) if windowed else b"")
+            # Kafka's buffer key is the serialized windowed key: key and start, or for sessions
+            # key, end and start (SessionKeySchema).
+            entry_key = kb + (_START.pack(ends[i]) if self.node.sessions else b"") + (_START.pack(starts[i]) if windowed else b"")
             stamp = int(stamps[i])
             if stamp > self.buffer.stream_time:
                 self.buffer.stream_time = stamp
