@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jobs.differential.compare import Difference, differences, shrink
-from jobs.differential.known import KNOWN_DIFFERENCES
+from jobs.differential.known import KNOWN_DIFFERENCES, KnownDifference
 from jobs.differential.oracle import KafkaStreamsOracle
 from jobs.differential.ours import run_ours
 from jobs.differential.scenarios import Scenario
@@ -28,9 +28,23 @@ def _undocumented(scenario: Scenario, oracle: KafkaStreamsOracle) -> tuple[list[
     found = differences(oracle.run(scenario), ours)
     if not found:
         return [], None
-    for known in KNOWN_DIFFERENCES:
-        if known.applies(scenario) and not differences(oracle.run(known.kafka_equivalent(scenario)), ours):
+    described = [d for d in found if d.kind == "describe"]
+
+    def explained(known: list[KnownDifference]) -> bool:
+        equivalent = scenario
+        for k in known:
+            equivalent = k.kafka_equivalent(equivalent)
+        left = differences(oracle.run(equivalent), ours)
+        if all(k.same_topology for k in known):
+            return not left
+        return not described and all(d.kind == "describe" for d in left)
+
+    applicable = [known for known in KNOWN_DIFFERENCES if known.applies(scenario)]
+    for known in applicable:
+        if explained([known]):
             return [], known.id
+    if len(applicable) > 1 and explained(applicable):
+        return [], "+".join(known.id for known in applicable)
     return found, None
 
 
