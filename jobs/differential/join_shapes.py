@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 from jobs.differential import functions as f
-from jobs.differential.shapes import _CHAIN_OPS, _KEY_PRESERVING_OPS, Shape, _named, _Names, chain, draw_chain, sink, source
+from jobs.differential.blocks import _CHAIN_OPS, _KEY_PRESERVING_OPS, Shape, _named, _Names, chain, draw_chain, sink, source
 from jobs.differential.table_shapes import draw_table_chain, draw_table_from, table_chain, table_from
 from streams import JoinWindows, StreamsBuilder
 from streams.dsl import KStream, KTable

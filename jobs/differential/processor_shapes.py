@@ -9,7 +9,7 @@ import random
 from typing import Any
 
 from jobs.differential import functions as f
-from jobs.differential.shapes import _CHAIN_OPS, _KEY_PRESERVING_OPS, Shape, _named, _Names, chain, draw_chain, sink, source
+from jobs.differential.blocks import _CHAIN_OPS, _KEY_PRESERVING_OPS, Shape, _named, _Names, chain, draw_chain, sink, source
 from streams import Branched, StreamsBuilder
 from streams.processor import Stores
 

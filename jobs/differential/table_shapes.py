@@ -10,7 +10,7 @@ import random
 from typing import Any
 
 from jobs.differential import functions as f
-from jobs.differential.shapes import _CHAIN_OPS, Shape, _named, _Names, _suppressed, chain, draw_chain, sink, source
+from jobs.differential.blocks import _CHAIN_OPS, Shape, _named, _Names, _suppressed, chain, draw_chain, sink, source
 from streams import StreamsBuilder
 from streams.dsl import KTable
 
