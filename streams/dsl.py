@@ -7,7 +7,6 @@ table, whose changes are a stream), which is why they share this module.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -231,7 +230,7 @@ class KStream:
         """Route records through a repartition topic (by their current key): a sub-topology
         boundary. The topic is ``<application_id>-<name>-repartition``."""
         prefix = name if name is not None else self._graph.processor_name("KSTREAM-REPARTITION")
-        source = self._graph.add_repartition(self._node, prefix, user_named=name is not None)
+        source = self._graph.add_repartition(self._node, prefix)
         return KStream(self._graph, source)
 
     def group_by_key(self, *, name: str | None = None) -> KGroupedStream:
@@ -252,7 +251,7 @@ class KStream:
         store = self._graph.store_name("KSTREAM-TOTABLE")
         parent = self._node
         if self._repartition_required:
-            parent = self._graph.add_repartition(parent, processor, user_named=name is not None)
+            parent = self._graph.add_repartition(parent, processor)
         node = self._graph.add(TableSourceNode(processor, store), [parent])
         return KTable(self._graph, node, _source=node)
 
@@ -304,7 +303,8 @@ class KStream:
         if selector.is_column:
             raise TopologyError(f"{operator}(global_table, key_selector, joiner): the key selector is a Python callable", node=operator)
         fn = joiner_function(joiner, operator=operator)
-        processor = self._name(name, "KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN")
+        # Kafka names both global-table joins KSTREAM-LEFTJOIN (KStreamImpl.globalTableJoin).
+        processor = self._name(name, "KSTREAM-LEFTJOIN")
         node = StreamGlobalTableJoinNode(processor, selector, fn, table._node, table._store, left)
         return KStream(self._graph, self._graph.add(node, [self._node]))
 
@@ -332,8 +332,8 @@ class KStream:
         if other._repartition_required:
             other_node = graph.repartition_for_join(other_node, f"{name}-right" if name is not None else other_node, user_named=name is not None)
         left_outer, right_outer = kind is not JoinKind.INNER, kind is JoinKind.OUTER
-        # Kafka's counter order: both windowed nodes, this side, the other side, the merge; a
-        # user name still burns its counter value (NamedInternal.suffixWithOrElseGet).
+        # Kafka's counter order: both windowed nodes, this side, the other side, the merge.
+        # A name does not spare the counter values (Kafka's NamedInternal.suffixWithOrElseGet).
         this_windowed = _named(graph, None if name is None else f"{name}-this-windowed", "KSTREAM-WINDOWED")
         other_windowed = _named(graph, None if name is None else f"{name}-other-windowed", "KSTREAM-WINDOWED")
         this_generated = graph.processor_name("KSTREAM-OUTERTHIS" if right_outer else "KSTREAM-JOINTHIS")
@@ -494,8 +494,7 @@ class _Grouped:
         parent = self._node
         if self._repartition_required:
             repartition_prefix = self._group_name if self._group_name is not None else store
-            user_named = self._group_name is not None or name is not None
-            parent = self._graph.add_repartition(parent, repartition_prefix, user_named=user_named)
+            parent = self._graph.add_repartition(parent, repartition_prefix)
         self._graph.add(_aggregation_node(processor, store, aggregation, windows, sessions, merger, emit_final), [parent])
         return KTable(self._graph, processor, windows, _sessions=sessions)
 
@@ -562,9 +561,6 @@ class KGroupedStream(_Grouped):
 
 
 _COGROUP_AGGREGATE = "COGROUPKSTREAM-AGGREGATE"
-_KAFKA_GENERATED = re.compile(r"KSTREAM.*-[0-9]{10}")
-"""Kafka names a repartition's nodes by counter only when its prefix matches this; a cogroup's
-generated store name (``COGROUPKSTREAM-...``) does not, so its repartitions are named after it."""
 
 
 @dataclass(frozen=True)
@@ -636,7 +632,7 @@ class CogroupedKStream:
             self._graph.burn_repartition_names()
             return made
         prefix = grouped._group_name if grouped._group_name is not None else store
-        source = self._graph.add_repartition(grouped._node, prefix, user_named=not _KAFKA_GENERATED.fullmatch(prefix))
+        source = self._graph.add_repartition(grouped._node, prefix)
         self._repartitions[id(grouped)] = source
         return source
 
@@ -822,18 +818,54 @@ class KTable:
             self._graph.replace(node)
         return node.store
 
+    def _send_old_values(self, *, force: bool) -> bool:
+        """Kafka's ``enableSendingOldValues(forceMaterialization)``: the filters between this
+        table and its root learn each update's old value if the root keeps a store (an
+        aggregation, or a source that is materialized, or is made so when ``force``) or is a
+        table-table join, and then leave out the updates absent both before and after them.
+        Returns whether they do."""
+        chain, name = [], self._node
+        while isinstance(self._graph.node(name), (TableFilterNode, TableMapValuesNode)):
+            chain.append(name)
+            (name,) = self._graph.parents(name)
+        root = self._graph.node(name)
+        if isinstance(root, TableSourceNode):
+            if root.store is None:
+                if not force:
+                    return False
+                self._graph.replace(TableSourceNode(root.name, root.store_name, store=root.store_name))
+        elif isinstance(root, TableMergeNode):
+            # A join's result has old values once both joined tables send theirs (Kafka's
+            # KTableKTableJoinMerger forces them, whatever ``force`` says).
+            for side in self._graph.parents(name):
+                (joined,) = self._graph.parents(side)
+                KTable(self._graph, joined)._send_old_values(force=True)
+        elif not isinstance(root, (AggregateNode, TableAggregateNode, CogroupMergeNode)) or getattr(root, "windows", None) is not None:
+            return False  # a windowed table: its filters cannot look old values up by key
+        for name in chain:
+            node = self._graph.node(name)
+            if isinstance(node, TableFilterNode) and not node.old_values:
+                self._graph.replace(TableFilterNode(node.name, node.predicate, node.negate, old_values=True))
+        return True
+
     def filter(self, predicate: Callable[[Any, Any], bool] | Any, *, name: str | None = None) -> KTable:
         """Keep rows for which ``predicate(key, value)`` is true: an update that fails it is
-        forwarded as a delete of the key, as Kafka does."""
+        forwarded as a delete of the key, as Kafka does; if the table keeps a store (named, read
+        by key or re-grouped), as Kafka does too, only where the row passed before."""
         fn = user_function(predicate, operator="filter")
         node = TableFilterNode(_named(self._graph, name, "KTABLE-FILTER"), fn)
-        return self._then(node)
+        table = self._then(node)
+        table._send_old_values(force=False)
+        return table
 
     def filter_not(self, predicate: Callable[[Any, Any], bool] | Any, *, name: str | None = None) -> KTable:
-        """Drop rows for which ``predicate(key, value)`` is true (forwarded as deletes)."""
+        """Drop rows for which ``predicate(key, value)`` is true (forwarded as deletes, as with
+        :meth:`filter`)."""
         fn = user_function(predicate, operator="filter_not")
         node = TableFilterNode(_named(self._graph, name, "KTABLE-FILTER"), fn, negate=True)
-        return self._then(node)
+        table = self._then(node)
+        table._send_old_values(force=False)
+        return table
 
     def map_values(self, mapper: Callable[..., Any] | Any, *, name: str | None = None) -> KTable:
         """New values: ``mapper(value)`` or ``mapper(key, value)``; a delete stays a delete."""
@@ -858,6 +890,7 @@ class KTable:
         fn = user_function(selector, operator="group_by")
         select = _named(self._graph, name, "KTABLE-SELECT")
         self._materialize()  # the old values come from the table's store
+        self._send_old_values(force=True)
         node = self._graph.add(TableSelectNode(select, fn), [self._node])
         return KGroupedTable(self._graph, node, name)
 
@@ -886,6 +919,10 @@ class KTable:
         merge = _named(self._graph, name, "KTABLE-MERGE")
         this_side = _named(self._graph, None if name is None else f"{name}-join-this", "KTABLE-JOINTHIS")
         other_side = _named(self._graph, None if name is None else f"{name}-join-other", "KTABLE-JOINOTHER")
+        if kind is not JoinKind.INNER:
+            self._send_old_values(force=True)
+        if kind is JoinKind.OUTER:
+            other._send_old_values(force=True)
         this_store, other_store = self._materialize(), other._materialize()
         self._graph.add(TableTableJoinNode(this_side, fn, other._node, other_store, kind, this_is_left=True), [self._node])
         self._graph.add(TableTableJoinNode(other_side, fn, self._node, this_store, kind, this_is_left=False), [other._node])
@@ -904,6 +941,7 @@ class KTable:
         stream time is ``limit`` past the key's first buffered update (any table)."""
         if not isinstance(suppressed, Suppressed):
             raise TopologyError(f"suppress() takes Suppressed.until_window_closes() or until_time_limit(...), got {suppressed!r}", node="suppress")
+        self._send_old_values(force=True)  # as Kafka's suppress: a source table keeps a store
         processor = name if name is not None else self._graph.processor_name("KTABLE-SUPPRESS")
         store = f"{name}-store" if name is not None else self._graph.store_name("KTABLE-SUPPRESS")
         buffer = suppressed.buffer
@@ -958,7 +996,9 @@ class KGroupedTable:
 
     def _aggregate(self, aggregation: Aggregation, subtractor: Any, name: str | None) -> KTable:
         prefix = _TABLE_AGGREGATE_PREFIX[aggregation.kind]
-        store = name if name is not None else self._graph.store_name(prefix)
+        # Kafka names a table aggregation's store KTABLE-AGGREGATE-STATE-STORE-... whatever the
+        # kind; only its processor is a KTABLE-REDUCE for reduce().
+        store = name if name is not None else self._graph.store_name("KTABLE-AGGREGATE")
         topic = f"{self._group_name if self._group_name is not None else store}-repartition"
         source = self._graph.add_change_repartition(self._node, topic)
         processor = self._graph.processor_name(prefix)

@@ -120,8 +120,12 @@ class SlidingWindows:
         return cls(_millis(difference, what), _millis(grace, what))._checked()
 
     @classmethod
-    def of_time_difference_without_grace(cls, difference: int | timedelta) -> SlidingWindows:
-        return cls(_millis(difference, "SlidingWindows.of_time_difference_without_grace"), 0)._checked()
+    def of_time_difference_with_no_grace(cls, difference: int | timedelta) -> SlidingWindows:
+        """Kafka's ``ofTimeDifferenceWithNoGrace``."""
+        return cls(_millis(difference, "SlidingWindows.of_time_difference_with_no_grace"), 0)._checked()
+
+    of_time_difference_without_grace = of_time_difference_with_no_grace
+    """The name this had before it took Kafka's."""
 
     def _checked(self) -> SlidingWindows:
         if self.difference_ms <= 0 or self.grace_ms < 0:
@@ -136,7 +140,7 @@ class JoinWindows:
 
     ``JoinWindows.of_time_difference_and_grace(d, g)``: ``before = after = d``, and records that
     found no partner (left and outer joins) wait ``g`` more for a late one before going out joined
-    with None. ``of_time_difference_without_grace(d)``: no grace. ``.before(ms)`` / ``.after(ms)``
+    with None. ``of_time_difference_with_no_grace(d)``: no grace. ``.before(ms)`` / ``.after(ms)``
     make the window asymmetric. As in Kafka 3+, there is no constructor without a grace choice.
     """
 
@@ -151,9 +155,13 @@ class JoinWindows:
         return cls(difference, difference, grace_ms)._checked("JoinWindows.of_time_difference_and_grace")
 
     @classmethod
-    def of_time_difference_without_grace(cls, time_difference: int | timedelta) -> JoinWindows:
-        difference = _millis(time_difference, "JoinWindows.of_time_difference_without_grace")
-        return cls(difference, difference, 0)._checked("JoinWindows.of_time_difference_without_grace")
+    def of_time_difference_with_no_grace(cls, time_difference: int | timedelta) -> JoinWindows:
+        """Kafka's ``ofTimeDifferenceWithNoGrace``."""
+        difference = _millis(time_difference, "JoinWindows.of_time_difference_with_no_grace")
+        return cls(difference, difference, 0)._checked("JoinWindows.of_time_difference_with_no_grace")
+
+    of_time_difference_without_grace = of_time_difference_with_no_grace
+    """The name this had before it took Kafka's."""
 
     def before(self, time_difference: int | timedelta) -> JoinWindows:
         """Join records up to ``time_difference`` earlier (may be negative, if ``after`` makes

@@ -1,7 +1,9 @@
 """``Topology.describe()``: Kafka's ``TopologyDescription`` text, character for character.
 
-Within a sub-topology, nodes (and the names after ``-->``/``<--``) are ordered as Kafka's node
-comparator orders them: larger downstream sub-tree first, then by name.
+Within a sub-topology, nodes are ordered as Kafka's node comparator orders them: larger
+downstream sub-tree first, then by name; the names after ``-->``/``<--`` as Kafka's describe()
+happens to insert them into sets ordered by that comparator while the sizes still grow
+(:mod:`topology.java_order`).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from topology.java_order import TreeSet, hash_set_order
 from topology.nodes import Node, SinkNode, SourceNode
 from topology.split import GlobalStoreGroup, SubTopology
 
@@ -60,37 +63,54 @@ class TopologyDescription:
 
 
 def _java_set(items) -> str:
-    return "[" + ", ".join(items) + "]"
+    """``items`` as Kafka prints a node's stores or topics: a Java ``HashSet<String>`` of them."""
+    return "[" + ", ".join(hash_set_order(items)) + "]"
+
+
+def _connected(sub: SubTopology, parents: Mapping[str, tuple[str, ...]]) -> tuple[dict[str, TreeSet], dict[str, TreeSet], dict[str, int]]:
+    """Each node's successors and predecessors in Kafka's order, and its sub-tree size.
+
+    Kafka's ``describeSubtopology`` takes the nodes in ``HashMap`` order and connects each to its
+    predecessors (in the order they were given), adding each to the other's ``TreeSet`` ordered
+    by sub-tree size, then name, and only then adding the node's size to the predecessor's and to
+    their connected ancestors': the sizes those sets compare are still growing."""
+    size = {name: 1 for name in sub.nodes}
+
+    def compare(a: str, b: str) -> int:
+        if a == b:
+            return 0
+        if size[a] != size[b]:
+            return size[b] - size[a]
+        return -1 if a < b else 1
+
+    successors = {name: TreeSet(compare) for name in sub.nodes}
+    predecessors = {name: TreeSet(compare) for name in sub.nodes}
+
+    def grow(name: str, delta: int) -> None:
+        size[name] += delta
+        for predecessor in predecessors[name]:
+            grow(predecessor, delta)
+
+    for name in hash_set_order(sub.nodes):
+        for parent in parents[name]:
+            predecessors[name].add(parent)
+            successors[parent].add(name)
+            grow(parent, size[name])
+    return successors, predecessors, size
 
 
 def describe(
     nodes: Mapping[str, Node],
     parents: Mapping[str, tuple[str, ...]],
-    children: Mapping[str, tuple[str, ...]],
     subtopologies: Sequence[SubTopology],
     global_stores: Sequence[GlobalStoreGroup] = (),
 ) -> TopologyDescription:
-    sizes: dict[str, int] = {}
-
-    def size(name: str) -> int:
-        if name not in sizes:
-            sizes[name] = 1 + sum(size(child) for child in children[name])
-        return sizes[name]
-
-    def ordered(names) -> tuple[str, ...]:
-        return tuple(sorted(names, key=lambda n: (-size(n), n)))
-
-    def predecessors(name: str) -> tuple[str, ...]:
-        # Kafka sorts a node's predecessors as it connects them, and connecting one adds this
-        # node's size to it: of two predecessors equal in the end (the two sides of a table-table
-        # join), the one connected first sorts first.
-        order = {parent: i for i, parent in enumerate(parents[name])}
-        return tuple(sorted(parents[name], key=lambda n: (-size(n), order[n])))
-
     result = []
     for sub in subtopologies:
+        successors, predecessors, size = _connected(sub, parents)
         described = []
-        for name in ordered(sub.nodes):
+        # The sub-topology's own TreeSet is filled once the sizes are final: a plain sort.
+        for name in sorted(sub.nodes, key=lambda n: (-size[n], n)):
             node = nodes[name]
             if isinstance(node, SourceNode):
                 kind, detail = "Source", _java_set(node.topics)
@@ -100,7 +120,7 @@ def describe(
                 kind, detail = "Sink", f"topic: {node.topic}"
             else:
                 kind, detail = "Processor", _java_set(node.described_stores)
-            described.append(NodeDescription(name, kind, detail, ordered(children[name]), predecessors(name)))
+            described.append(NodeDescription(name, kind, detail, tuple(successors[name]), tuple(predecessors[name])))
         result.append(SubtopologyDescription(sub.id, tuple(described)))
     for group in global_stores:
         source, processor = (n for n in group.nodes)  # Kafka's global store: one source, one processor

@@ -7,16 +7,31 @@ changelogs and repartition topics stable.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 from conf.errors import TopologyError
 from topology.describe import TopologyDescription, describe
-from topology.nodes import Node, NullKeyFilterNode, SinkNode, SourceNode, StoreSpec
+from topology.nodes import (
+    JoinKind,
+    Node,
+    NullKeyFilterNode,
+    SinkNode,
+    SourceNode,
+    StoreSpec,
+    StreamGlobalTableJoinNode,
+    StreamStreamJoinNode,
+    StreamTableJoinNode,
+)
 from topology.split import GlobalStoreGroup, SubTopology, split_subtopologies
 
 __all__ = ["GraphBuilder", "SubTopology", "Topology"]
+
+KAFKA_GENERATED = re.compile(r"KSTREAM.*-[0-9]{10}")
+"""The names Kafka generates for the nodes repartitions are named after (Kafka's own test); a
+cogroup's generated store name (``COGROUPKSTREAM-...``) is not one of them."""
 
 
 class GraphBuilder:
@@ -57,15 +72,18 @@ class GraphBuilder:
         self._parents[node.name] = tuple(parents)
         return node.name
 
-    def add_repartition(self, parent: str, prefix: str, *, user_named: bool) -> str:
+    def add_repartition(self, parent: str, prefix: str) -> str:
         """Kafka's repartition: null-key filter -> sink ``<prefix>-repartition`` | source of it.
-        Returns the source node's name; the topic is a sub-topology boundary."""
+        Returns the source node's name; the topic is a sub-topology boundary. Its nodes are
+        named after the topic unless ``prefix`` is a name Kafka generates (then by counter), as
+        Kafka's ``createRepartitionedSource`` decides: a prefix taken from a node the user named
+        (a join's re-keyed stream) names them too."""
         topic = prefix if prefix.endswith("-repartition") else f"{prefix}-repartition"
         # Kafka always burns three counter values here, named or not, to keep later names stable.
         generated_sink = self.processor_name("KSTREAM-SINK")
         generated_filter = self.processor_name("KSTREAM-FILTER")
         generated_source = self.processor_name("KSTREAM-SOURCE")
-        if user_named:
+        if not KAFKA_GENERATED.fullmatch(prefix):
             sink, key_filter, source = f"{topic}-sink", f"{topic}-filter", f"{topic}-source"
         else:
             sink, key_filter, source = generated_sink, generated_filter, generated_source
@@ -83,7 +101,7 @@ class GraphBuilder:
         """A repartition before a join. Kafka reuses a re-keyed stream's repartition topic for
         every join of it that is not named (still burning three counter values each time)."""
         if user_named or parent not in self._join_repartitions:
-            source = self.add_repartition(parent, prefix, user_named=user_named)
+            source = self.add_repartition(parent, prefix)
             if not user_named:
                 self._join_repartitions[parent] = source
             return source
@@ -111,7 +129,47 @@ class GraphBuilder:
     def build(self) -> Topology:
         if not self._nodes:
             raise TopologyError("the topology is empty: add a stream with StreamsBuilder.stream(topic)")
-        return Topology(dict(self._nodes), dict(self._parents))
+        return Topology(_relax_null_key_filters(self._nodes, self._parents), dict(self._parents))
+
+
+def _takes_null_keys(node: Node) -> bool:
+    """A join that joins a null-keyed record with nothing rather than dropping it (KIP-962)."""
+    if isinstance(node, (StreamTableJoinNode, StreamGlobalTableJoinNode)):
+        return node.left
+    return isinstance(node, StreamStreamJoinNode) and node.kind is not JoinKind.INNER
+
+
+def _relax_null_key_filters(nodes: Mapping[str, Node], parents: Mapping[str, tuple[str, ...]]) -> dict[str, Node]:
+    """The nodes, with every repartition's null-key filter that has such a join anywhere
+    downstream (through further repartitions too) letting null keys through, as Kafka 3.7+
+    rewrites its repartitions when it builds the topology."""
+    children: dict[str, list[str]] = {name: [] for name in nodes}
+    for name, node_parents in parents.items():
+        for parent in node_parents:
+            children[parent].append(name)
+    readers: dict[str, list[str]] = {}
+    for name, node in nodes.items():
+        if isinstance(node, SourceNode) and node.internal:
+            for topic in node.topics:
+                readers.setdefault(topic, []).append(name)
+    reaches: dict[str, bool] = {}
+
+    def downstream(name: str) -> list[str]:
+        node = nodes[name]
+        if isinstance(node, SinkNode) and node.internal:
+            return readers.get(node.topic, [])
+        return children[name]
+
+    def reaches_join(name: str) -> bool:
+        if name not in reaches:
+            reaches[name] = False  # a cycle (none in a DSL graph) must not recurse forever
+            reaches[name] = any(_takes_null_keys(nodes[c]) or reaches_join(c) for c in downstream(name))
+        return reaches[name]
+
+    return {
+        name: NullKeyFilterNode(name, relaxed=True) if isinstance(node, NullKeyFilterNode) and reaches_join(name) else node
+        for name, node in nodes.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -171,4 +229,4 @@ class Topology:
         return f"{application_id}-{topic}" if topic in self.internal_topics else topic
 
     def describe(self) -> TopologyDescription:
-        return describe(self.nodes, self.parents, self.children, self.subtopologies, self.global_stores)
+        return describe(self.nodes, self.parents, self.subtopologies, self.global_stores)

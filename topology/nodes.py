@@ -91,7 +91,11 @@ class FilterNode(Node):
 @dataclass(frozen=True)
 class NullKeyFilterNode(Node):
     """Kafka puts a filter before every repartition sink; Kafka drops null keys there silently,
-    here they go to the dead-letter topic (or fail the job)."""
+    here they go to the dead-letter topic (or fail the job). ``relaxed``: a join that takes
+    null keys (a left join of a table or global table, a left or outer join of streams) is
+    downstream, so null keys go through to it, as Kafka 3.7+ lets them (KIP-962)."""
+
+    relaxed: bool = False
 
 
 @dataclass(frozen=True)
@@ -346,7 +350,8 @@ class SuppressNode(Node):
     max_bytes: int | None = None
     shut_down_when_full: bool = False
     sessions: bool = False
-    """It suppresses a session-windowed table: a window is known by its key, start *and* end."""
+    """Suppresses a session-windowed table: a window is keyed by its end as well as its start
+    (two sessions of a key can share a start: one merged away, the one it merged into)."""
 
     @property
     def stores(self) -> tuple[str, ...]:
@@ -380,6 +385,10 @@ class TableFilterNode(Node):
 
     predicate: UserFunction
     negate: bool = False
+    old_values: bool = False
+    """Kafka's ``sendOldValues``: the filter knows each update's old value (its table's root keeps
+    a store, or is a table-table join), so an update that is absent both before and after the
+    filter is not forwarded at all instead of as a tombstone."""
 
     @property
     def function(self) -> UserFunction:

@@ -85,11 +85,12 @@ def _run(args: argparse.Namespace, shapes: list[str] | None, oracle: KafkaStream
             break
     elapsed = time.monotonic() - started
     print(f"\nKafka Streams {KAFKA_STREAMS_VERSION} TopologyTestDriver vs deltastreams, seed {args.seed}, {sum(sum(c.values()) for c in outcomes.values())} scenarios in {elapsed:.0f} s\n")
-    print(f"| {'shape':<14} | scenarios | same | documented | different |")
-    print(f"|{'-' * 16}|-----------|------|------------|-----------|")
+    width = max([14, *map(len, outcomes)])
+    print(f"| {'shape':<{width}} | scenarios | same | documented | different |")
+    print(f"|{'-' * (width + 2)}|-----------|------|------------|-----------|")
     for shape in sorted(outcomes):
         c = outcomes[shape]
-        print(f"| {shape:<14} | {sum(c.values()):>9} | {c['same']:>4} | {c['documented']:>10} | {c['different']:>9} |")
+        print(f"| {shape:<{width}} | {sum(c.values()):>9} | {c['same']:>4} | {c['documented']:>10} | {c['different']:>9} |")
     for known, n in sorted(documented.items()):
         print(f"documented ({known}): {n}")
     if batched:

@@ -1,17 +1,36 @@
 """The building blocks of the catalogue's shapes (jobs.differential.shapes and the shapes in
-modules of their own): drawing names, stateless chains, sources and sinks, windows and
-suppression, built with deltastreams' DSL as ``jvm/src/main/java/deltastreams/oracle/Shapes.java``
-builds them with Kafka Streams'."""
+modules of their own): the Shape record, drawing names, stateless chains, sources and sinks,
+windows and suppression, built with deltastreams' DSL as
+``jvm/src/main/java/deltastreams/oracle/Shapes.java`` builds them with Kafka Streams'. Kept apart
+from the registry so that the modules defining shapes and the registry importing them form no
+import cycle."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
 from jobs.differential import functions as f
 from streams import BufferConfig, StreamsBuilder, Suppressed
 from streams.dsl import KStream
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    build: Callable[[StreamsBuilder, dict], None]
+    """Adds the shape's topology to a builder."""
+    draw: Callable[[random.Random], dict]
+    """Random parameters."""
+    inputs: tuple[str, ...] = ("in",)
+    """The topics scenarios pipe records into (a shape's parameters may name fewer: ``topics``)."""
+    outputs: tuple[str, ...] = ("out",)
+    """The topics whose records are compared."""
+    tables: tuple[str, ...] = ()
+    """Those of ``inputs`` read as tables: drawn with more tombstones (null values)."""
 
 
 # -- drawing names ----------------------------------------------------------------------------

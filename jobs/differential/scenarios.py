@@ -48,11 +48,13 @@ def draw_scenario(seed: int, index: int, shapes: list[str] | None = None) -> Sce
         shape=shape.name,
         params=params,
         caching=rng.random() < 0.5,
-        inputs=draw_inputs(rng, tuple(params.get("topics", shape.inputs))),  # a shape may read fewer topics than it can
+        inputs=draw_inputs(rng, tuple(params.get("topics", shape.inputs)), shape.tables),  # a shape may read fewer topics than it can
     )
 
 
-def draw_inputs(rng: random.Random, topics: tuple[str, ...]) -> list[dict]:
+def draw_inputs(rng: random.Random, topics: tuple[str, ...], tables: tuple[str, ...] = ()) -> list[dict]:
+    """Records for ``topics``; those of ``tables`` are table updates, so they get tombstones more
+    often (and, as every topic, keys from a small domain: updates of the same keys)."""
     keys = ["a", "b", "c", "d"][: rng.randint(1, 4)]
     null_keys = rng.choice((0.0, 0.0, 0.05, 0.2))
     null_values = rng.choice((0.0, 0.0, 0.05, 0.2))
@@ -60,6 +62,8 @@ def draw_inputs(rng: random.Random, topics: tuple[str, ...]) -> list[dict]:
     too_late = rng.choice((0.0, 0.05, 0.2))
     jumps = rng.choice((0.0, 0.0, 0.1))  # stream time leaping past whole windows and retentions
     headers = rng.random() < 0.3
+    # Drawn only for shapes with tables, so the other shapes' scenarios stay what they were.
+    tombstones = rng.choice((0.05, 0.15, 0.3)) if tables else 0.0
     time = rng.randint(0, 30)
     inputs: list[dict[str, Any]] = []
     for i in range(rng.randint(1, 30)):
@@ -70,10 +74,11 @@ def draw_inputs(rng: random.Random, topics: tuple[str, ...]) -> list[dict]:
             stamp = max(0, time - rng.randint(20, 60))
         elif roll < too_late + disorder:
             stamp = max(0, time - rng.randint(1, 10))
+        topic = rng.choice(topics)
         inputs.append({
-            "topic": rng.choice(topics),
+            "topic": topic,
             "key": None if rng.random() < null_keys else rng.choice(keys),
-            "value": None if rng.random() < null_values else str(rng.randint(0, 9)),
+            "value": None if rng.random() < (tombstones if topic in tables else null_values) else str(rng.randint(0, 9)),
             "timestamp": stamp,
             "headers": [["h", str(i)]] if headers and rng.random() < 0.7 else [],
         })

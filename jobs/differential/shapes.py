@@ -7,32 +7,14 @@ names), so generated and user-named operators are both checked."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from jobs.differential import cogroup_shapes
+from jobs.differential import cogroup_shapes, join_shapes, processor_shapes, table_shapes
 from jobs.differential import functions as f
-from jobs.differential.blocks import CHAIN_OPS as _CHAIN_OPS  # noqa: F401 - the names shapes used before blocks.py
-from jobs.differential.blocks import KEY_PRESERVING_OPS as _KEY_PRESERVING_OPS
-from jobs.differential.blocks import Names as _Names
-from jobs.differential.blocks import chain, draw_chain, draw_time_limit, draw_windows, sink, source
-from jobs.differential.blocks import named as _named
-from jobs.differential.blocks import suppressed as _suppressed
+from jobs.differential.blocks import KEY_PRESERVING_OPS, Names, Shape, chain, draw_chain, draw_time_limit, draw_windows, named, sink, source, suppressed
 from streams import EmitStrategy, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
 
-
-@dataclass(frozen=True)
-class Shape:
-    name: str
-    build: Callable[[StreamsBuilder, dict], None]
-    """Adds the shape's topology to a builder."""
-    draw: Callable[[random.Random], dict]
-    """Random parameters."""
-    inputs: tuple[str, ...] = ("in",)
-    """The topics scenarios pipe records into."""
-    outputs: tuple[str, ...] = ("out",)
-    """The topics whose records are compared."""
+__all__ = ["SHAPES", "Shape"]
 
 
 # -- shapes -----------------------------------------------------------------------------------
@@ -43,7 +25,7 @@ def build_stateless(builder: StreamsBuilder, p: dict) -> None:
 
 
 def draw_stateless(rng: random.Random) -> dict:
-    names = _Names(rng, rng.choice((0.0, 0.3, 1.0)))
+    names = Names(rng, rng.choice((0.0, 0.3, 1.0)))
     return {
         "source": names.maybe("source"),
         "chain": draw_chain(rng, names, rng.randint(0, 5)),
@@ -55,9 +37,9 @@ def build_aggregate(builder: StreamsBuilder, p: dict) -> None:
     stream = chain(source(builder, "in", p), p["pre"])
     grouping = p["grouping"]
     if grouping["by"] == "key":
-        grouped = stream.group_by_key(**_named(grouping))
+        grouped = stream.group_by_key(**named(grouping))
     else:
-        grouped = stream.group_by(f.key_from_value("g", grouping["m"]), **_named(grouping))
+        grouped = stream.group_by(f.key_from_value("g", grouping["m"]), **named(grouping))
     w = p["windows"]
     final = p.get("emit") == "final"
     match w["type"]:
@@ -77,7 +59,7 @@ def build_aggregate(builder: StreamsBuilder, p: dict) -> None:
     if final:
         windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
     aggregation = p["aggregation"]
-    store = _named(aggregation)
+    store = named(aggregation)
     match aggregation["kind"]:
         case "count":
             table = windowed.count(**store)
@@ -88,20 +70,20 @@ def build_aggregate(builder: StreamsBuilder, p: dict) -> None:
         case "aggregate":
             table = windowed.aggregate(f.zero, f.append, **store)
     if p.get("suppress"):
-        table = table.suppress(_suppressed(p["suppress"]), **_named(p["suppress"]))
-    out = table.to_stream(**_named(p.get("to_stream")))
+        table = table.suppress(suppressed(p["suppress"]), **named(p["suppress"]))
+    out = table.to_stream(**named(p.get("to_stream")))
     if p.get("post") == "to_strings":
         out = out.map(lambda k, v: (f.key_text(k), None if v is None else str(v)))
     sink(out, p)
 
 
 def draw_aggregate(rng: random.Random) -> dict:
-    names = _Names(rng, rng.choice((0.0, 0.3, 1.0)))
+    names = Names(rng, rng.choice((0.0, 0.3, 1.0)))
     windows = draw_windows(rng)
     window_type = windows["type"]
     p: dict[str, Any] = {
         "source": names.maybe("source"),
-        "pre": draw_chain(rng, names, rng.randint(0, 2), ("filter", "map_values", "select_key", "map") if rng.random() < 0.5 else _KEY_PRESERVING_OPS),
+        "pre": draw_chain(rng, names, rng.randint(0, 2), ("filter", "map_values", "select_key", "map") if rng.random() < 0.5 else KEY_PRESERVING_OPS),
         "grouping": {"by": "key"} if rng.random() < 0.6 else {"by": "selector", "m": rng.randint(2, 4)},
         "windows": windows,
         "aggregation": {"kind": rng.choice(("count", "reduce", "aggregate"))},
@@ -131,5 +113,12 @@ SHAPES: dict[str, Shape] = {
         Shape("stateless", build_stateless, draw_stateless),
         Shape("aggregate", build_aggregate, draw_aggregate),
         Shape("cogroup", cogroup_shapes.build_cogroup, cogroup_shapes.draw_cogroup, inputs=cogroup_shapes.TOPICS),
+        table_shapes.TABLE,
+        join_shapes.STREAM_TABLE_JOIN,
+        join_shapes.STREAM_STREAM_JOIN,
+        join_shapes.TABLE_TABLE_JOIN,
+        join_shapes.GLOBAL_TABLE_JOIN,
+        processor_shapes.MERGE_SPLIT,
+        processor_shapes.PROCESSOR,
     )
 }

@@ -104,3 +104,24 @@ def test_a_topic_can_feed_only_one_source():
     builder.stream("clicks")
     with pytest.raises(TopologyError, match="already read by"):
         builder.stream("clicks")
+
+
+@pytest.mark.parametrize("caching", [False, True])
+def test_a_stream_joins_a_regrouped_tables_aggregate_as_it_stands(caching):
+    # A re-grouped table's aggregation read by key logs its changes for the join; it used to
+    # fail the batch on the first update of a group the store already held.
+    builder = StreamsBuilder()
+    totals = builder.table("scores").group_by(lambda player, score: (player[0], score), name="by-team").reduce(
+        lambda total, score: total + score, lambda total, score: total - score, name="team-totals"
+    )
+    builder.stream("lookups").join(totals, lambda ask, total: f"{ask}={total}").to("answers")
+    with TopologyTestDriver(builder.build(), {"caching": caching}) as driver:
+        driver.pipe_input("scores", "a1", 5, 1)
+        driver.pipe_input("lookups", "a", "a?", 2)
+        driver.pipe_input("scores", "a2", 7, 3)
+        driver.pipe_input("scores", "a1", 1, 4)
+        driver.pipe_input("lookups", "a", "a?", 5)
+        driver.pipe_input("scores", "a2", None, 6)
+        driver.pipe_input("lookups", "a", "a?", 7)
+        driver.pipe_input("lookups", "b", "b?", 8)
+        assert read(driver, "answers") == [("a", "a?=5"), ("a", "a?=8"), ("a", "a?=1")]

@@ -171,12 +171,6 @@ def test_should_insert_repartition_topic_for_upstream_key_modification():
     assert str(builder.build().describe()) == UPSTREAM_KEY_MODIFICATION
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="describe() orders KSTREAM-MAP-0000000002's two equal-sized successors by name (0003 first); Kafka lists 0010 first, "
-    "an order that comes from Java HashMap iteration while it connects nodes into size-sorted TreeSets (see "
-    "docs/differences-from-kafka.md). Everything else in this golden, the cogroup's nodes and topics included, matches.",
-)
 def test_should_insert_repartition_topics_for_a_grouped_stream_reused_in_the_same_cogroups():
     """shouldInsertRepartitionsTopicForUpstreamKeyModificationWithGroupedReusedInSameCogroups"""
     builder = StreamsBuilder()

@@ -181,17 +181,18 @@ def test_left_should_join_on_null_key_with_non_null_key_mapper_values(left):
 
 def test_a_global_table_is_described_as_kafka_describes_a_global_store(inner):
     # Kafka's TopologyDescription for a global store (InternalTopologyBuilder.GlobalStore.toString):
-    # numbered with the sub-topologies, generates no tasks; the join lists no store.
+    # numbered with the sub-topologies, generates no tasks; the join lists no store, and even an
+    # inner join is a KSTREAM-LEFTJOIN (KStreamImpl.globalTableJoin; Kafka 4.3.1 says so).
     assert str(inner.topology.describe()) == (
         "Topologies:\n"
         "   Sub-topology: 0\n"
         "    Source: KSTREAM-SOURCE-0000000000 (topics: [streamTopic])\n"
-        "      --> KSTREAM-JOIN-0000000004\n"
-        "    Processor: KSTREAM-JOIN-0000000004 (stores: [])\n"
+        "      --> KSTREAM-LEFTJOIN-0000000004\n"
+        "    Processor: KSTREAM-LEFTJOIN-0000000004 (stores: [])\n"
         "      --> KSTREAM-SINK-0000000005\n"
         "      <-- KSTREAM-SOURCE-0000000000\n"
         "    Sink: KSTREAM-SINK-0000000005 (topic: out)\n"
-        "      <-- KSTREAM-JOIN-0000000004\n"
+        "      <-- KSTREAM-LEFTJOIN-0000000004\n"
         "\n"
         "  Sub-topology: 1 for global store (will not generate tasks)\n"
         "    Source: KSTREAM-SOURCE-0000000002 (topics: [globalTableTopic])\n"

@@ -117,9 +117,11 @@ class FilterOperator(Operator, node=FilterNode):
 
 
 class NullKeyFilterOperator(Operator, node=NullKeyFilterNode):
+    node: NullKeyFilterNode
+
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         keys = flow.table.column(KEY)
-        if keys.null_count == 0:
+        if keys.null_count == 0 or self.node.relaxed:
             return flow
         null = np.asarray(keys.is_null())
         seqs, values = flow.seqs, flow.values()

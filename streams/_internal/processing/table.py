@@ -31,7 +31,18 @@ from sinks.serde import key_bytes
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _call_each, _evaluate, _typed
-from topology.nodes import AggregateNode, AggregationKind, CogroupMergeNode, TableAggregateNode, TableFilterNode, TableMapValuesNode, TableSourceNode
+from topology.nodes import (
+    AggregateNode,
+    AggregationKind,
+    CogroupMergeNode,
+    JoinKind,
+    TableAggregateNode,
+    TableFilterNode,
+    TableMapValuesNode,
+    TableMergeNode,
+    TableSourceNode,
+    TableTableJoinNode,
+)
 from topology.records import KEY, TIMESTAMP, VALUE
 
 
@@ -148,8 +159,10 @@ class TableSourceOperator(Operator, node=TableSourceNode):
             last[kb] = i
         if not self.caching:
             return flow
-        # Kafka's cache: the last update per key of the commit, in the order keys were last updated.
-        return flow.take(np.fromiter(last.values(), dtype=np.int64, count=len(last)))
+        # Kafka's cache: the last update per key of the commit, in the order keys were last
+        # updated; a delete of a key the store did not hold before is not forwarded at all.
+        flushed = [i for kb, i in last.items() if values[i] is not None or before[kb] is not None]
+        return flow.take(np.asarray(flushed, dtype=np.int64))
 
 
 def _tombstones_where(flow: Flow, keep: np.ndarray, values: pa.ChunkedArray | pa.Array | None = None) -> Flow:
@@ -162,13 +175,35 @@ def _tombstones_where(flow: Flow, keep: np.ndarray, values: pa.ChunkedArray | pa
 
 
 class TableFilterOperator(Operator, node=TableFilterNode):
-    """An update whose value fails the predicate forwards a delete (Kafka forwards these
-    tombstones whenever its filter cannot know the old value)."""
+    """An update whose value fails the predicate forwards a delete. With ``old_values`` (Kafka's
+    ``sendOldValues``), an update whose old value failed too (or was absent) is not forwarded."""
 
     node: TableFilterNode
 
+    def __init__(self, node: TableFilterNode, parents: tuple[str, ...], build: BuildContext) -> None:
+        super().__init__(node, parents, build)
+        self._build = build
+        self._olds: TableGetter | None = None
+        """This filter's table, read as of just before each update: made when first needed (the
+        getter runs this node's :meth:`transform` on an operator of its own, which must not make
+        one in turn)."""
+        if node.old_values:
+            for store in root_stores(build, node.name):  # the roots log their changes from the first batch
+                build.table_changes.setdefault(store, BatchChanges())
+
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
-        return self.transform(flow, context)
+        out = self.transform(flow, context)
+        if not self.node.old_values or not len(out):
+            return out
+        if self._olds is None:
+            self._olds = old_values_getter(self._build, self.name)
+        absent = np.asarray(out.table.column(VALUE).is_null())
+        if not absent.any():
+            return out
+        # Kafka's cache forwards an update with the old value the store held before the commit.
+        olds = self._olds.lookup(out, key_bytes(out.table.column(KEY)), context, AT_START if self._build.caching else None)
+        was_absent = np.fromiter((v is None for v in olds.values), dtype=bool, count=len(out))
+        return out.filter(~(absent & was_absent))
 
     def transform(self, flow: Flow, context: ProcessContext) -> Flow:
         present = np.asarray(flow.table.column(VALUE).is_valid())
@@ -241,19 +276,26 @@ class Lookup:
 
 class TableGetter:
     """Reads a table by key as of a record's ``_seq``: the root's store and batch changes (a
-    table source, or an aggregation), then the chain of filters and value mappers between the
-    root and the joined table. ``decode`` reads the root's stored rows."""
+    table source, or an aggregation), or a table-table join's two tables (``root``), then the
+    chain of filters and value mappers between the root and the table read. ``decode`` reads
+    the root's stored rows."""
 
-    def __init__(self, store, changes: BatchChanges, chain: Sequence[TableFilterOperator | TableMapValuesOperator], decode=None, rank: int = 0) -> None:
+    def __init__(
+        self, store, changes: BatchChanges, chain: Sequence[TableFilterOperator | TableMapValuesOperator], decode=None, rank: int = 0, root: JoinGetter | None = None
+    ) -> None:
         self.store = store
         self.changes = changes
         self.chain = chain
         self.decode = decode if decode is not None else decode_row
         self.rank = rank
+        self.root = root
 
     def lookup(self, stream: Flow, raw_keys: list[bytes], context: ProcessContext, at: int | None = None) -> Lookup:
         """Per record of ``stream``, the table's row for its key: as of the record's turn, or as
         of ``at`` (:data:`AT_START`, :data:`AT_END`) for every record."""
+        if self.root is not None:
+            joined = self.root.lookup(stream, raw_keys, context, at)
+            return self._through_chain(stream, joined.values, joined.stamps, joined.kept, context)
         rows: list[tuple[Any, int] | None] = [None] * len(raw_keys)
         unchanged = []
         for i, (kb, seq) in enumerate(zip(raw_keys, stream.seqs, strict=True)):
@@ -266,7 +308,9 @@ class TableGetter:
             rows[i] = self.decode(raw)
         values = [None if r is None else r[0] for r in rows]
         stamps = [None if r is None else r[1] for r in rows]
-        kept = np.ones(len(rows), dtype=bool)
+        return self._through_chain(stream, values, stamps, np.ones(len(rows), dtype=bool), context)
+
+    def _through_chain(self, stream: Flow, values: list[Any], stamps: list[int | None], kept: np.ndarray, context: ProcessContext) -> Lookup:
         if not self.chain:
             return Lookup(values, stamps, kept)
         # Run the chain over the looked-up rows: same _seq (errors point at the looking-up record).
@@ -283,15 +327,85 @@ class TableGetter:
         for operator in self.chain:
             table = operator.transform(table, context)
         if len(table) != len(stream):
-            kept = np.isin(stream.seqs, table.seqs)
-        values = [None] * len(rows)
+            kept = kept & np.isin(stream.seqs, table.seqs)
+        values = [None] * len(stream)
         for i, value in zip(np.flatnonzero(kept), table.values(), strict=True):
             values[i] = value
         return Lookup(values, [t if v is not None else None for t, v in zip(stamps, values, strict=True)], kept)
 
 
+class JoinGetter:
+    """A table-table join's result read by key, from both joined tables (Kafka's
+    KTableKTable...JoinValueGetter): ``joiner(left, right)`` where the join has a row (both
+    tables do for an inner join; the left one for a left join; either for an outer join), timed
+    as the later of the two rows."""
+
+    def __init__(self, node: TableTableJoinNode, left: TableGetter, right: TableGetter) -> None:
+        self.node, self.left, self.right = node, left, right
+
+    def lookup(self, stream: Flow, raw_keys: list[bytes], context: ProcessContext, at: int | None = None) -> Lookup:
+        left = self.left.lookup(stream, raw_keys, context, at)
+        right = self.right.lookup(stream, raw_keys, context, at)
+        kept = left.kept & right.kept
+        kind, joiner = self.node.kind, self.node.joiner
+        values: list[Any] = [None] * len(raw_keys)
+        stamps: list[int | None] = [None] * len(raw_keys)
+        keys, seqs = stream.keys(), stream.seqs
+        for i, (lv, rv) in enumerate(zip(left.values, right.values, strict=True)):
+            present = (lv is not None and rv is not None) if kind is JoinKind.INNER else lv is not None if kind is JoinKind.LEFT else (lv is not None or rv is not None)
+            if not present or not kept[i]:
+                continue
+            try:
+                values[i] = joiner.fn(keys[i], lv, rv) if joiner.takes_key else joiner.fn(lv, rv)
+            except Exception as e:  # noqa: BLE001 - the reading record goes to the dead letters, as with a chain's error
+                context.bad.reject(int(seqs[i]), self.node.name, f"{joiner.describe()} raised {type(e).__name__}: {e}", keys[i], lv, error=e)
+                kept[i] = False
+                continue
+            stamps[i] = max(t for t in (left.stamps[i], right.stamps[i]) if t is not None)
+        return Lookup(values, stamps, kept)
+
+
 TABLE_ROOTS = (TableSourceNode, AggregateNode, TableAggregateNode, CogroupMergeNode)
 """Nodes that keep a table in a store, which joins and re-groupings read by key."""
+
+
+def _walk(build: BuildContext, table: str) -> tuple[str, list[str]]:
+    """The node under ``table``'s filters and value mappers, and those nodes from it up."""
+    nodes, parents = build.topology.nodes, build.topology.parents
+    chain, name = [], table
+    while isinstance(nodes[name], (TableFilterNode, TableMapValuesNode)):
+        chain.append(name)
+        (name,) = parents[name]
+    return name, list(reversed(chain))
+
+
+def _join_sides(build: BuildContext, merge: str) -> tuple[TableTableJoinNode, str, str]:
+    """A table-table join's left side node, and its left and right tables."""
+    parents = build.topology.parents
+    side = next(build.topology.nodes[n] for n in parents[merge] if build.topology.nodes[n].this_is_left)
+    (left,) = parents[side.name]
+    return side, left, side.other
+
+
+def old_values_getter(build: BuildContext, table: str) -> TableGetter:
+    """Reads ``table`` as of just before each update of the tables under it (the old value
+    Kafka forwards with an update, ``sendOldValues``), through table-table joins too."""
+    root, chain = _walk(build, table)
+    if not isinstance(build.topology.nodes[root], TableMergeNode):
+        return table_getter(build, table, table_chain(build, table)[0].store)
+    side, left, right = _join_sides(build, root)
+    operators = [Operator.for_node(build.topology.nodes[n], build.topology.parents[n], build) for n in chain]
+    joined = JoinGetter(side, old_values_getter(build, left), old_values_getter(build, right))
+    return TableGetter(None, BatchChanges(), operators, root=joined)
+
+
+def root_stores(build: BuildContext, table: str) -> list[str]:
+    """The stores ``table`` is read from: its root's, or both joined tables' roots'."""
+    root, _ = _walk(build, table)
+    if isinstance(build.topology.nodes[root], TableMergeNode):
+        _, left, right = _join_sides(build, root)
+        return root_stores(build, left) + root_stores(build, right)
+    return [table_chain(build, table)[0].store]
 
 
 def table_getter(build: BuildContext, table: str, store: str, reader: str | None = None) -> TableGetter:

@@ -137,8 +137,8 @@ class TableAggregateOperator(Operator, node=TableAggregateNode):
         keys, pairs, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
         raw_keys = key_bytes(flow.table.column(KEY)) if len(flow) else []
         distinct = list(dict.fromkeys(raw_keys))
-        stored = dict(zip(distinct, self.store.get_many(distinct), strict=True))  # one read for the batch
-        current = {kb: decode_row(raw) for kb, raw in stored.items()}
+        before = dict(zip(distinct, self.store.get_many(distinct), strict=True))  # one read for the batch
+        current = {kb: decode_row(raw) for kb, raw in before.items()}
         rows, values, times = [], [], []
         last: dict[bytes, int] = {}
         for i, (key, kb, pair) in enumerate(zip(keys, raw_keys, pairs, strict=True)):
@@ -158,7 +158,7 @@ class TableAggregateOperator(Operator, node=TableAggregateNode):
                 self.store.put(kb, encoded)
                 current[kb] = (result, ts)
             if changes is not None:
-                changes.record(kb, stored[kb], turn(int(seqs[i]), self.rank), encoded)
+                changes.record(kb, before[kb], turn(int(seqs[i]), self.rank), encoded)
             last.pop(kb, None)
             last[kb] = len(rows)
             rows.append(i), values.append(result), times.append(ts)

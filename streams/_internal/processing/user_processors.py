@@ -22,7 +22,7 @@ from conf.errors import ProcessingError
 from sinks.serde import key_bytes_of
 from streams._internal.processing.flow import Flow, flow_schema, infer_array, record_headers
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
-from streams._internal.processing.punctuation import STREAM_TIME, WALL_CLOCK_TIME, Punctuations, Schedule, row_stream_times
+from streams._internal.processing.punctuation import STREAM_TIME, WALL_CLOCK_TIME, Punctuations, Schedule
 from topology.nodes import ProcessNode
 from topology.processor_api import Record
 from topology.records import HEADERS, headers_array, headers_of
@@ -151,21 +151,40 @@ class ProcessOperator(Operator, node=ProcessNode):
         punctuations.wall_clock = context.wall_clock_ms
         out = self._out = _Forwarded()
         keys, values, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
-        times = row_stream_times(flow, context, punctuations.stream_time)
         headers = record_headers(flow, context.input_headers() if context.input_headers is not None else None)
         headers = headers_of(headers) if headers is not None else [()] * len(flow)
-        for i, (key, value) in enumerate(zip(keys, values, strict=True)):
-            seq = int(seqs[i])
-            self._current = (seq, key)
-            try:
-                self.processor.process(Record(key, value, int(stamps[i]), headers[i]))
-            except Exception as e:  # noqa: BLE001 - a failing processor rejects its record, as other user functions do
-                context.bad.reject(seq, self.name, f"{type(e).__name__}: {e}", key, value, error=e)
-            punctuations.stream_time = int(times[i])
-            self._current = (seq, key)
+        # Kafka checks stream-time punctuation once each input record of the task is processed
+        # (whatever reached this node of it: several records, or none), at the task's stream time.
+        task_times = context.stream_times() if context.stream_times is not None else np.empty(0, dtype=np.int64)
+        row, last_key = 0, None
+
+        def process_up_to(seq: int) -> None:
+            nonlocal row, last_key
+            while row < len(flow) and (seq < 0 or seqs[row] <= seq):
+                self._current = (int(seqs[row]), keys[row])
+                try:
+                    self.processor.process(Record(keys[row], values[row], int(stamps[row]), headers[row]))
+                except Exception as e:  # noqa: BLE001 - a failing processor rejects its record, as other user functions do
+                    context.bad.reject(int(seqs[row]), self.name, f"{type(e).__name__}: {e}", keys[row], values[row], error=e)
+                last_key = keys[row]
+                row += 1
+                if seq < 0:
+                    break
+
+        def punctuate(seq: int) -> None:
+            self._current = (seq, last_key)
             for _ in punctuations.fire(STREAM_TIME, punctuations.stream_time):
                 pass
-        self._current = (int(seqs[-1]) if len(flow) else -1, None)
+
+        for seq, time_ in enumerate(task_times):
+            last_key = None
+            process_up_to(seq)
+            punctuations.stream_time = max(punctuations.stream_time, int(time_))
+            punctuate(seq)
+        while row < len(flow):  # records from no input of this batch (a punctuation upstream)
+            process_up_to(-1)
+            punctuate(int(seqs[row - 1]))
+        self._current = (int(seqs[-1]) if len(flow) else len(task_times) - 1, None)
         for _ in punctuations.fire(WALL_CLOCK_TIME, punctuations.wall_clock_ms()):
             pass
         self._current = None

@@ -42,6 +42,13 @@ final class Shapes {
       case "aggregate" -> aggregate(p, builder, outputs);
       case "cogroup" -> CogroupShapes.cogroup(p, builder, outputs);
       case "job-pageview", "job-enrich", "job-clicks", "job-dedup" -> JobTopologies.build(shape, p, builder);
+      case "table" -> TableShapes.table(p, builder, outputs);
+      case "stream_table_join" -> JoinShapes.streamTable(p, builder, outputs);
+      case "stream_stream_join" -> JoinShapes.streamStream(p, builder, outputs);
+      case "table_table_join" -> JoinShapes.tableTable(p, builder, outputs);
+      case "global_table_join" -> JoinShapes.globalTable(p, builder, outputs);
+      case "merge_split" -> ProcessorShapes.mergeSplit(p, builder, outputs);
+      case "processor" -> ProcessorShapes.processor(p, builder, outputs);
       default -> throw new IllegalArgumentException("no shape named " + shape);
     }
   }
