@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa  # at module level: Spark resolves the UDF's type hints in this module's globals
+
 from sinks import Topic, current_storage_options
 from streams._internal.spark import delta_spark
 from streams._internal.spark.source import STORAGE_OPTIONS
@@ -49,7 +51,6 @@ def kafka_partition(key, partitions: int):
     """Kafka's default partitioner as a Spark Column: the partition a Kafka producer (and
     deltastreams) puts a record with this key in, for external appends to a topic of
     ``partitions`` partitions. ``key``: a column name or Column of the topic's key type."""
-    import pyarrow as pa
     from pyspark.sql import functions as F
 
     from sinks import partitions_for
