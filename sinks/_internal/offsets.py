@@ -99,29 +99,37 @@ def _row_count(uri: str, path: str) -> int:
 
 
 class OffsetLog:
-    """Follows one table's commits from a point where its ends are known; remembers the latest
-    point it reached (per process: see :data:`_LOGS`)."""
+    """Follows one table's commits from a point where its ends are known, remembering the ends at
+    the versions it was asked about (per process: see :data:`_LOGS`), so a reader following the
+    log and a writer asking for the head, interleaved, each walk only what is new to them."""
+
+    _KEEP = 64
 
     def __init__(self, uri: str) -> None:
         self.uri = uri
-        self.version = -1
-        self.ends: dict[int, int] = {}
+        self.points: dict[int, dict[int, int]] = {}
         self.lock = threading.Lock()
 
     def ends_after(self, version: int, read_commit, start) -> dict[int, int]:
         """Next offset per partition after ``version`` (partitions with records)."""
         with self.lock:
-            if version < self.version:
-                self.version, self.ends = start(version)
-            while self.version < version:
-                actions = read_commit(self.uri, self.version + 1)
-                if actions is None:
-                    self.version, self.ends = start(version)
+            known = max((v for v in self.points if v <= version), default=None)
+            fresh = known is None
+            at, ends = (known, dict(self.points[known])) if not fresh else start(version)
+            while at < version:
+                actions = read_commit(self.uri, at + 1)
+                if actions is None:  # cleaned up since: start again from what the log still has
+                    if fresh:
+                        raise missing_history(self.uri, at + 1)
+                    (at, ends), fresh = start(version), True
                     continue
-                self.version += 1
-                adds = [added_file(a["add"], self.uri, self.version) for a in actions if "add" in a and a["add"].get("dataChange", True)]
-                assign(self.uri, self.version, adds, self.ends)
-            return dict(self.ends)
+                at += 1
+                adds = [added_file(a["add"], self.uri, at) for a in actions if "add" in a and a["add"].get("dataChange", True)]
+                assign(self.uri, at, adds, ends)
+            self.points[version] = dict(ends)
+            for old in sorted(self.points)[: -self._KEEP]:
+                del self.points[old]
+            return ends
 
 
 _LOGS: dict[str, OffsetLog] = {}

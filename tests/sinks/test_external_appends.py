@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from conf.errors import ExternalAppendError
+from conf.errors import ExternalAppendError, LogRetentionError
 from sinks import Topic, create_topic, files_added
 
 KEYS = pa.string()
@@ -68,3 +68,19 @@ def test_offsets_that_do_not_continue_the_partition_are_refused(topic):
     write_deltalake(topic.uri, external([0], ["y"], [2], offsets=[7]), mode="append")
     with pytest.raises(ExternalAppendError, match=r"holds offsets 7..7 of partition 0, whose records end at 1"):
         topic.read()
+
+
+def test_without_the_commits_that_order_them_offsets_cannot_be_assigned(topic, tmp_path):
+    topic.append(ours(["a"], [1]))
+    topic.delta_table().create_checkpoint()  # version 1: every file has its offsets
+    write_deltalake(topic.uri, external([0], ["x"], [2]), mode="append")
+    for version in (0, 1):  # log retention deleted the commits the checkpoint covers
+        (tmp_path / "topics" / "events" / "_delta_log" / f"{version:020d}.json").unlink()
+    assert Topic.open(str(tmp_path), "events").read()["offset"].to_pylist() == [0, 1]  # from the checkpoint on
+    topic.delta_table().create_checkpoint()  # version 2 holds the file without offsets
+    (tmp_path / "topics" / "events" / "_delta_log" / f"{2:020d}.json").unlink()
+    from sinks._internal import offsets
+
+    offsets._LOGS.clear()  # a new process
+    with pytest.raises(LogRetentionError, match=r"holds records appended without offsets, and the commit files that order them"):
+        Topic.open(str(tmp_path), "events").read()
