@@ -16,11 +16,20 @@ from tests.interop.conftest import assert_reads_like_us
 
 pytestmark = pytest.mark.spark
 
-from tests.interop.test_delta_streaming_source_over_outputs import OFTEN as EAGER_RETENTION
+# Every retention step at every chance (conf/defaults.toml [retention]).
+EAGER_RETENTION = {
+    "retention.purge_interval_ms": 1,
+    "retention.compaction_interval_ms": 1,
+    "retention.compaction_min_files": 2,
+    "retention.optimize_interval_ms": 1,
+    "retention.optimize_min_files": 2,
+    "retention.file_cleanup_interval_ms": 1,
+    "retention.log_cleanup_interval_ms": 1,
+}
 
 
 def _enrich(root: str):
-    enrich.generate(root, rounds=2, events_per_round=1_000, seed=1)
+    enrich.generate(root, rounds=1, events_per_round=1_000, seed=1)
     return enrich.build_topology(), enrich.APPLICATION_ID
 
 
