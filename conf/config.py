@@ -33,6 +33,16 @@ class Guarantee(Enum):
     EXACTLY_ONCE = "exactly_once"
 
 
+class DeltaSpark(Enum):
+    """Whether the application's Spark session loads delta-spark (``delta_spark``)."""
+
+    AUTO = "auto"
+    """When its jars are there (built by bin/setup, or given to spark-submit)."""
+    ON = "on"
+    """Always; the application fails to start without the jars."""
+    OFF = "off"
+
+
 class BadRecordPolicy(Enum):
     """What to do with a record that cannot be processed."""
 
@@ -74,6 +84,9 @@ class StreamsConfig:
     suppressed results close without waiting for a new record (docs/differences-from-kafka.md)."""
     master: str = "local[2]"
     """The embedded default; a master given to spark-submit (or a running session's) wins."""
+    delta_spark: DeltaSpark = DeltaSpark.AUTO
+    """delta-spark in the session (Spark's own Delta reader and writer, for Spark users of the
+    topics): never needed by the application itself."""
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     """What a running application removes, and when (``[retention]`` in ``defaults.toml``)."""
     kafka: KafkaConfig = field(default_factory=KafkaConfig)
@@ -186,6 +199,8 @@ class StreamsConfig:
                 values["idle_close"] = _optional_ms(values.pop("idle_close_ms"), "idle_close_ms")
             if "processing_guarantee" in values:
                 values["processing_guarantee"] = enum_value(Guarantee, values["processing_guarantee"], "processing_guarantee")
+            if "delta_spark" in values:
+                values["delta_spark"] = enum_value(DeltaSpark, values["delta_spark"], "delta_spark")
             if "on_bad_record" in values:
                 values["on_bad_record"] = enum_value(BadRecordPolicy, values["on_bad_record"], "on_bad_record")
             for name in ("num_partitions", "max_records_per_batch", "single_task_records"):

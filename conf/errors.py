@@ -89,6 +89,22 @@ class LogRetentionError(DeltaStreamsError):
         self.version = version
 
 
+class ExternalAppendError(DeltaStreamsError):
+    """A file another Delta writer appended to a topic breaks the contract for external writers
+    (README, "Writing topics from Spark and other Delta writers"): a null ``partition``, some
+    offsets null and some not, offsets that do not continue the partition, or records without
+    offsets that a rewrite moved into another file. ``uri`` is the topic, ``path`` the file.
+
+    Fix the writer; to go on, remove the file from the topic's log (a ``remove`` commit, e.g.
+    delta-spark's ``DELETE``) and append its records again as the contract says.
+    """
+
+    def __init__(self, message: str, *, uri: str, path: str) -> None:
+        super().__init__(message)
+        self.uri = uri
+        self.path = path
+
+
 class RetentionError(DeltaStreamsError):
     """A retention step was asked to do something that would break the log (remove records not
     yet consumed, past a partition's end). Nothing was changed; fix what the caller passes.

@@ -38,6 +38,7 @@ from sinks._internal.compaction import compact_rows
 from sinks._internal.delta_log import files_added, snapshot_files, table_location
 from sinks._internal.exclusive import by_partition, commit_actions, remove_actions, rewrite_actions, set_properties
 from sinks._internal.files import PARTITION, DataFile, data_files, delete_file, read_rows, write_partition_file
+from sinks._internal.log_commit import delete_info, optimize_info
 from sinks._internal.log_files import delete_files, list_log, removed_files
 from sinks.topics import TopicLayout
 from sinks.transaction import DecidedBatch, TransactionLog
@@ -221,7 +222,12 @@ def _remove(table: DeltaTable, step: Step, doomed: list[DataFile], point: str, o
     if not doomed:
         return RetentionResult(step, uri)
     actions = remove_actions(doomed, data_change=True, now_ms=_now(now_ms))
-    version = commit_actions(table, actions, {"kind": step.value, "files": len(doomed)})
+    # As delta-spark's DELETE of the records below each partition's new start records it.
+    ends = {}
+    for f in doomed:
+        ends[f.partition] = max(ends.get(f.partition, 0), f.max_offset + 1)
+    parameters, metrics = delete_info([f"(partition = {p}) AND (offset < {o})" for p, o in sorted(ends.items())], doomed)
+    version = commit_actions(table, actions, {"kind": step.value, "files": len(doomed)}, operation="DELETE", parameters=parameters, metrics=metrics)
     if version is None:
         return RetentionResult(step, uri, conflict=True)
     _step(on_step, point)
@@ -287,10 +293,18 @@ def compact_changelog(
         version = table.version()
         _step(on_step, COMPACT_AFTER_WATERMARK)
     removed = [f for _, segment, _, _ in plans for f in segment]
+    # Recorded as delta-spark's REORG ... APPLY (PURGE): a rewrite (dataChange = false, so Delta's
+    # streaming readers skip it) that drops rows no reader of the table's state needs, here the
+    # records a later one of the same key supersedes.
+    parameters, metrics = optimize_info([p for p, _, _, _ in plans], removed, list(written.values()))
     committed = commit_actions(
         table,
         rewrite_actions(removed, written.values(), now_ms=_now(None)),
         {"kind": Step.COMPACT.value, "watermarks": {str(p): o for p, o in sorted(watermarks.items())}},
+        operation="REORG",
+        parameters={"predicate": parameters["predicate"], "applyPurge": True},
+        metrics={**metrics, "numDeletedRows": sum(n for _, _, n, _ in plans) - sum(f.num_records for f in written.values())},
+        isolation="SnapshotIsolation",
     )
     if committed is None:
         _abandon(uri, written, Step.COMPACT)
@@ -342,7 +356,11 @@ def optimize_files(
     _step(on_step, OPTIMIZE_AFTER_WRITE)
     removed = [f for run in bins for f in run]
     actions = rewrite_actions(removed, written.values(), now_ms=_now(None))
-    version = commit_actions(table, actions, {"kind": Step.OPTIMIZE.value, "files": len(removed)})
+    parameters, metrics = optimize_info([run[0].partition for run in bins], removed, list(written.values()))
+    version = commit_actions(
+        table, actions, {"kind": Step.OPTIMIZE.value, "files": len(removed)}, operation="OPTIMIZE", parameters=parameters, metrics=metrics,
+        isolation="SnapshotIsolation",
+    )
     if version is None:
         return _abandon(uri, written, Step.OPTIMIZE)
     _step(on_step, OPTIMIZE_AFTER_COMMIT)

@@ -24,9 +24,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
+from deltalake.exceptions import CommitFailedError
 
 from sinks._internal import delta_log
-from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, read_data_file, under_root, write_partition_file
+from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, delete_file, read_data_file, under_root, write_partition_file
 from sinks._internal.storage import create_table, open_table, table_exists
 from sinks.partitioner import partitions_for
 from sinks.serde import HEADERS, HEADERS_TYPE
@@ -362,15 +363,24 @@ class Topic:
         table = table if table is not None else self.delta_table()
         return delta_log.commit_files(table, files, schema=self.layout.table_schema(), txn=txn, exclusive=True)
 
-    def append(self, records: pa.Table) -> AppendResult:
+    def append(self, records: pa.Table, *, attempts: int = 10) -> AppendResult:
         """Append records (record form: ``key``, ``value``, ``timestamp``, optional ``partition``)
-        in one Delta commit, assigning dense offsets per partition."""
-        table = self.delta_table()
-        ends = delta_log.end_offsets(table)
-        files = self.prepare_files(records, ends)
-        if not files:
-            return AppendResult(table.version(), {}, {})
-        version = self.commit(files, table=table)
+        in one Delta commit, assigning dense offsets per partition. Another writer committing
+        first (a Spark job appending to the same topic) moves the ends: the files are written
+        again after them, up to ``attempts`` times."""
+        for attempt in range(1, attempts + 1):
+            table = self.delta_table()
+            files = self.prepare_files(records, delta_log.end_offsets(table))
+            if not files:
+                return AppendResult(table.version(), {}, {})
+            try:
+                version = self.commit(files, table=table)
+                break
+            except CommitFailedError:
+                for f in files:
+                    delete_file(self.uri, f.path)
+                if attempt == attempts:
+                    raise
         return AppendResult(
             version,
             {f.partition: f.min_offset for f in files},
@@ -401,7 +411,7 @@ class Topic:
         tables = []
         for f in files:
             try:
-                tables.append(read_data_file(self.uri, f.path, f.partition))
+                tables.append(read_data_file(self.uri, f.path, f.partition, f.min_offset))
             except (OSError, pa.ArrowInvalid) as e:
                 raise UnreadableFileError(
                     f"topic '{self.name}': committed file {self.uri}/{f.path} (partition {f.partition}, offsets "
@@ -409,7 +419,11 @@ class Topic:
                     topic=self.name,
                     path=f"{self.uri}/{f.path}",
                 ) from e
-        records = self.layout.to_records(pa.concat_tables(tables, promote_options="default"))
+        rows = pa.concat_tables(tables, promote_options="default")
+        for field in self.layout.table_schema():
+            if field.name not in rows.column_names:  # left out by every file read (a Delta writer may omit nullable columns)
+                rows = rows.append_column(field, pa.nulls(rows.num_rows, field.type))
+        records = self.layout.to_records(rows)
         if _in_order(files):  # the usual case: one partition's files in commit order
             return records
         return records.sort_by([(PARTITION, "ascending"), (OFFSET, "ascending")])

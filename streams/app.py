@@ -43,6 +43,7 @@ from streams._internal.spark.listener import query_listener
 from streams._internal.spark.session import spark_session
 from streams._internal.spark.job import TriggerJob
 from streams._internal.spark.trigger import BatchMetrics, Trigger
+from streams.spark import topic_frame
 from topology.compile import compile_subtopology, for_executors
 from topology.graph import Topology
 from topology.nodes import CogroupAggregateNode, SourceNode, StreamStreamJoinNode, StreamTableJoinNode, TableTableJoinNode
@@ -96,6 +97,13 @@ class StreamsApp:
         """Metrics of the sub-topology batches this instance committed, in order: the most recent
         10,000 (the metrics file and the log have all of them)."""
         return list(self.trigger.history) if self.trigger is not None else []
+
+    def topic_frame(self, name: str, *, streaming: bool = False, options: dict[str, str] | None = None):
+        """A topic of this application (input, output, or internal) as a DataFrame of its Spark
+        session, started if need be: :func:`streams.spark.topic_frame`."""
+        if self.spark is None:
+            self.spark = spark_session(self.config)
+        return topic_frame(self.spark, self.config.root, self.registry.physical(name), streaming=streaming, options=options)
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -20,7 +20,8 @@ import pyarrow.fs as pafs
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.transaction import AddAction
 
-from conf.errors import LogRetentionError
+from conf.errors import ExternalAppendError, LogRetentionError
+from sinks._internal import offsets
 from sinks._internal.files import PARTITION, DataFile, filesystem_for
 from sinks._internal.storage import open_table
 
@@ -59,17 +60,6 @@ def read_commit(table_uri: str, version: int) -> list[dict] | None:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def _added_file(add: dict) -> DataFile:
-    stats = json.loads(add.get("stats") or "{}")
-    return DataFile(
-        path=add["path"],
-        partition=int(add["partitionValues"][PARTITION]),
-        num_records=int(stats.get("numRecords", -1)),
-        min_offset=int(stats.get("minValues", {}).get("offset", -1)),
-        max_offset=int(stats.get("maxValues", {}).get("offset", -1)),
-    )
-
-
 def snapshot_files(table: DeltaTable) -> list[DataFile]:
     """Every file of the table at the version ``table`` is loaded at."""
     actions = pa.table(table.get_add_actions(flatten=True))
@@ -84,15 +74,31 @@ def snapshot_files(table: DeltaTable) -> list[DataFile]:
     maxs = actions.column("max.offset").to_pylist() if "max.offset" in columns else unknown
     sizes = actions.column("size_bytes").to_pylist()
     stamps = actions.column("max.timestamp").to_pylist() if "max.timestamp" in columns else unknown
+    if None in parts:
+        raise offsets.added_file({"path": unquote(paths[parts.index(None)]), "partitionValues": {}}, table_location(table), None)
+    nulls = actions.column("null_count.offset").to_pylist() if "null_count.offset" in columns else unknown
+    for p, lo, n in zip(paths, mins, nulls, strict=True):
+        if lo is not None and lo >= 0 and n:  # the checks of an add action's stats (offsets.added_file)
+            stats = {"minValues": {"offset": lo}, "nullCount": {"offset": n}}
+            offsets.added_file({"path": p, "partitionValues": {PARTITION: 0}, "stats": json.dumps(stats)}, table_location(table), None)
     return [
-        DataFile(path=unquote(p), partition=int(q), num_records=int(n), min_offset=int(lo), max_offset=int(hi), size=int(b), max_timestamp=int(t))
+        DataFile(
+            path=unquote(p),
+            partition=int(q),
+            num_records=-1 if n is None else int(n),
+            min_offset=-1 if lo is None else int(lo),
+            max_offset=-1 if hi is None else int(hi),
+            size=int(b),
+            max_timestamp=-1 if t is None else int(t),
+        )
         for p, q, n, lo, hi, b, t in zip(paths, parts, counts, mins, maxs, sizes, stamps, strict=True)
     ]
 
 
 def files_added(table_uri: str, after_version: int | None, up_to_version: int) -> list[DataFile]:
     """Files committed in versions ``(after_version, up_to_version]``; all files if ``after_version``
-    is None.
+    is None. Every file has its offsets: those of records another writer appended without them
+    are assigned from the log (:mod:`sinks._internal.offsets`).
 
     A snapshot diff cannot stand in for commit files cleaned up by log retention: files rewritten
     with ``dataChange = false`` would look new and be read twice. So a missing commit file is an
@@ -100,8 +106,10 @@ def files_added(table_uri: str, after_version: int | None, up_to_version: int) -
     behind retention.
     """
     if after_version is None or after_version < 0:
-        return snapshot_files(open_table(table_uri, up_to_version))
+        files = snapshot_files(open_table(table_uri, up_to_version))
+        return _live_files(table_uri, up_to_version) if any(offsets.unassigned(f) for f in files) else files
     added: list[DataFile] = []
+    ends: dict[int, int] | None = None
     for version in range(after_version + 1, up_to_version + 1):
         actions = read_commit(table_uri, version)
         if actions is None:
@@ -112,16 +120,85 @@ def files_added(table_uri: str, after_version: int | None, up_to_version: int) -
                 uri=table_uri,
                 version=version,
             )
-        added.extend(_added_file(a["add"]) for a in actions if "add" in a and a["add"].get("dataChange", True))
+        files = [offsets.added_file(a["add"], table_uri, version) for a in actions if "add" in a and a["add"].get("dataChange", True)]
+        if ends is None and any(offsets.unassigned(f) for f in files):
+            ends = _ends_after(table_uri, version - 1)
+        added.extend(files if ends is None else offsets.assign(table_uri, version, files, ends))
     return added
 
 
 def end_offsets(table: DeltaTable) -> dict[int, int]:
     """Next offset of every partition that has records."""
+    files = snapshot_files(table)
+    if any(offsets.unassigned(f) for f in files):
+        return _ends_after(table_location(table), table.version())
     ends: dict[int, int] = {}
-    for f in snapshot_files(table):
+    for f in files:
         ends[f.partition] = max(ends.get(f.partition, 0), f.max_offset + 1)
     return ends
+
+
+def _ends_after(table_uri: str, version: int) -> dict[int, int]:
+    return offsets.offset_log(table_uri).ends_after(version, read_commit, lambda v: _known_start(table_uri, v))
+
+
+def _known_start(table_uri: str, version: int) -> tuple[int, dict[int, int]]:
+    """A version at or before ``version`` whose ends are known without older commit files, and
+    those ends: before version 0, or a checkpoint whose files all carry their offsets."""
+    if read_commit(table_uri, 0) is not None:
+        return -1, {}
+    checkpoint = _last_checkpoint(table_uri)
+    files = snapshot_files(open_table(table_uri, checkpoint)) if checkpoint is not None and checkpoint <= version else []
+    if checkpoint is None or checkpoint > version or any(offsets.unassigned(f) for f in files):
+        raise offsets.missing_history(table_uri, version)
+    ends: dict[int, int] = {}
+    for f in files:
+        ends[f.partition] = max(ends.get(f.partition, 0), f.max_offset + 1)
+    return checkpoint, ends
+
+
+def _last_checkpoint(table_uri: str) -> int | None:
+    """The version of the table's newest checkpoint (Delta's ``_last_checkpoint`` pointer)."""
+    fs, path = filesystem_for(f"{table_uri}/_delta_log/_last_checkpoint")
+    try:
+        with fs.open_input_stream(path) as stream:
+            return int(json.loads(stream.read().decode())["version"])
+    except (FileNotFoundError, KeyError, ValueError):
+        return None
+
+
+def _live_files(table_uri: str, version: int) -> list[DataFile]:
+    """The table's files at ``version`` with offsets assigned, from its commits in order (a
+    snapshot does not say in which order files without offsets came)."""
+    start, ends = _known_start(table_uri, version)
+    live: dict[str, DataFile] = {} if start < 0 else {f.path: f for f in snapshot_files(open_table(table_uri, start))}
+    rewritten: set[str] = set()
+    for v in range(start + 1, version + 1):
+        actions = read_commit(table_uri, v)
+        if actions is None:
+            raise offsets.missing_history(table_uri, version)
+        changes = [offsets.added_file(a["add"], table_uri, v) for a in actions if "add" in a and a["add"].get("dataChange", True)]
+        for f in offsets.assign(table_uri, v, changes, ends):
+            live[f.path] = f
+        for action in actions:
+            if "remove" in action:
+                path = unquote(action["remove"]["path"])
+                live.pop(path, None)
+                rewritten.discard(path)
+            elif "add" in action and not action["add"].get("dataChange", True):
+                f = offsets.added_file(action["add"], table_uri, v)
+                live[f.path] = f
+                if offsets.unassigned(f):
+                    rewritten.add(f.path)
+    if rewritten:
+        path = sorted(rewritten)[0]
+        raise ExternalAppendError(
+            f"{table_uri}: file {path} holds records without offsets that a rewrite (OPTIMIZE, dataChange = false) moved "
+            "there, so their order in the log is lost; do not rewrite files of a topic whose appended records have no offsets",
+            uri=table_uri,
+            path=path,
+        )
+    return sorted(live.values(), key=lambda f: (f.partition, f.min_offset))
 
 
 def commit_files(

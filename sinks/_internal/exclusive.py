@@ -1,35 +1,25 @@
 """Exclusive commits of file actions and table properties: against the version the caller's
-``DeltaTable`` is loaded at, with delta-rs' retries off, so a commit fails if anything else
-committed since. The table is then moved to the commit's own version, never past it: a later
+``DeltaTable`` is loaded at (file actions as their file created only if absent, properties with
+delta-rs' retries off), so a commit fails if anything else committed since. The table is then moved to the commit's own version, never past it: a later
 version is someone else's, which the caller must still notice as such."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import CommitFailedError
-from deltalake.transaction import AddAction, RemoveAction
 
-from sinks._internal.files import PARTITION, DataFile
-
-INFO_KEY = "deltastreams"
-"""commitInfo key of the JSON document describing a commit."""
+from sinks._internal import log_commit
+from sinks._internal.files import DataFile
 
 
-def commit_actions(table: DeltaTable, actions: list, info: dict) -> int | None:
-    """One exclusive commit of ``actions``; its version, or None if another commit landed first."""
+def commit_actions(table: DeltaTable, actions: list[dict], info: dict, *, operation: str, parameters: dict, metrics: dict, isolation: str = "Serializable") -> int | None:
+    """One exclusive commit of ``actions`` (Delta log actions, :mod:`sinks._internal.log_commit`)
+    recorded as Delta's ``operation``; its version, or None if another commit landed first."""
     expected = table.version() + 1
-    try:
-        table.create_write_transaction(
-            actions,
-            mode="append",
-            schema=table.schema(),
-            partition_by=[PARTITION],
-            commit_properties=CommitProperties(custom_metadata={INFO_KEY: json.dumps(info)}, max_commit_retries=0),
-        )
-    except CommitFailedError:
+    version = log_commit.commit(table, actions, operation=operation, parameters=parameters, metrics=metrics, info=info, isolation=isolation)
+    if version is None:
         return None
     _load(table, expected)
     return expected
@@ -52,14 +42,13 @@ def _load(table: DeltaTable, version: int) -> None:
         table.load_as_version(version)
 
 
-def remove_actions(files: Iterable[DataFile], *, data_change: bool, now_ms: int) -> list[RemoveAction]:
-    return [RemoveAction(f.path, data_change, now_ms, f.size, {PARTITION: str(f.partition)}) for f in files]
+def remove_actions(files: Iterable[DataFile], *, data_change: bool, now_ms: int) -> list[dict]:
+    return [log_commit.remove(f, data_change=data_change, now_ms=now_ms) for f in files]
 
 
-def rewrite_actions(removed: Iterable[DataFile], added: Iterable[DataFile], *, now_ms: int) -> list:
+def rewrite_actions(removed: Iterable[DataFile], added: Iterable[DataFile], *, now_ms: int) -> list[dict]:
     """Files replaced by others holding the same records: ``dataChange = false`` both ways."""
-    adds = [AddAction(f.path, f.size, {PARTITION: str(f.partition)}, f.modification_time, False, f.stats_json()) for f in added]
-    return remove_actions(removed, data_change=False, now_ms=now_ms) + adds
+    return remove_actions(removed, data_change=False, now_ms=now_ms) + [log_commit.add(f, data_change=False) for f in added]
 
 
 def by_partition(files: Iterable[DataFile]) -> dict[int, list[DataFile]]:

@@ -184,9 +184,22 @@ def read_rows(table_uri: str, rel_path: str, schema: pa.Schema) -> pa.Table:
     return table if table.schema == schema else table.select(schema.names).cast(schema)
 
 
-def read_data_file(table_uri: str, rel_path: str, partition: int) -> pa.Table:
-    """Read one committed file back, with its ``partition`` column restored in front."""
+def read_data_file(table_uri: str, rel_path: str, partition: int, first_offset: int = -1) -> pa.Table:
+    """Read one committed file back, with its ``partition`` column restored in front. A file
+    another writer appended without offsets gets ``first_offset`` onwards, in row order (where
+    the log put it: :mod:`sinks._internal.offsets`); a ``partition`` column some writers (delta-spark)
+    also store in the file gives way to the one of its path."""
     table = _read(table_uri, rel_path)
+    if PARTITION in table.column_names:
+        table = table.drop_columns([PARTITION])
+    if OFFSET not in table.column_names or table.column(OFFSET).null_count == table.num_rows > 0:
+        if first_offset < 0:
+            raise ValueError(f"{table_uri}/{rel_path} has records without offsets, and no offsets were assigned to it")
+        assigned = pa.array(np.arange(first_offset, first_offset + table.num_rows, dtype=np.int64))
+        if OFFSET in table.column_names:
+            table = table.set_column(table.schema.get_field_index(OFFSET), OFFSET, assigned)
+        else:
+            table = table.append_column(OFFSET, assigned)
     return table.add_column(0, PARTITION, pa.array(np.full(table.num_rows, partition, dtype=np.int32)))
 
 

@@ -13,6 +13,7 @@ from deltalake.exceptions import CommitFailedError
 
 from conf.errors import ConfigError, ProducerFencedError
 from sinks import Topic, commit_files, create_topic, require_exclusive_commits
+from sinks.retention import optimize_files
 from sinks._internal import commit_probe
 from sinks.transaction import DecidedBatch, TransactionLog
 
@@ -74,3 +75,18 @@ def test_a_store_that_lets_a_commit_overwrite_another_is_refused(s3_root, monkey
         require_exclusive_commits(s3_root)
     assert raised.value.setting == "processing_guarantee" and "at_least_once" in str(raised.value)
     assert commits == [0, 0]
+
+
+def test_retention_commits_written_by_us_are_exclusive_on_the_store(s3_root):
+    """Optimize commits its own commit file (recorded as OPTIMIZE) through the store's
+    If-None-Match: delta-rs reads it, and a second commit of that version is refused."""
+    topic = create_topic(s3_root, "optimized", partitions=1, key_type=pa.string(), value_type=pa.string())
+    for i in range(3):
+        topic.append(pa.table({"key": [f"k{i}"], "value": ["v"], "timestamp": pa.array([i], pa.int64())}))
+    stale = topic.delta_table()
+    result = optimize_files(topic.delta_table(), min_files=2, target_file_bytes=1 << 20)
+    assert result.version == stale.version() + 1 and result.files_removed == 3
+    assert topic.delta_table().history(1)[0]["operation"] == "OPTIMIZE"
+    assert topic.read()["key"].to_pylist() == ["k0", "k1", "k2"]
+    assert optimize_files(stale, min_files=2, target_file_bytes=1 << 20).conflict  # loaded before: its commit must lose
+    assert topic.version() == result.version

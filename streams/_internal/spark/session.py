@@ -7,7 +7,8 @@ import os
 import shlex
 import sys
 
-from conf import StreamsConfig
+from conf import DeltaSpark, StreamsConfig
+from streams._internal.spark import delta_spark
 
 _DEFAULTS = {
     "spark.ui.enabled": "false",
@@ -93,7 +94,12 @@ def spark_session(config: StreamsConfig):
     for key, value in ours.items():
         if key not in submitted:
             builder = builder.config(key, value)
+    # Built from what was submitted (and spark_conf), so it may extend those settings.
+    for key, value in delta_spark.session_settings(config.delta_spark, {**dict(config.spark_conf), **submitted}).items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    if config.delta_spark is DeltaSpark.ON:
+        delta_spark.require(spark)  # a session that was running already may lack it
     spark.sparkContext.setLogLevel("WARN")
     _quiet_checkpoint_interrupts(spark)
     spark.dataSource.register(DeltaTopicSource)

@@ -3,7 +3,9 @@
 
 Only sub-topologies that start with Spark Column expressions need their records inside Spark
 (every other task reads its own files, several times faster than records through the JVM).
-``slices`` is a JSON list of ``[partition, files]``: one Spark partition per task, in offset order.
+``slices`` is a JSON list of ``[partition, files]``: one Spark partition per task, in offset order;
+``form=table`` gives the topic's Delta columns instead of the record form
+(:func:`streams.spark.topic_frame`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ def _use_storage_options(options: dict) -> None:
         use_storage_options(json.loads(options[STORAGE_OPTIONS]))
 
 
+TABLE_FORM = "table"
+"""``form`` option: the topic's Delta columns (what ``format("delta")`` gives) instead of the
+record form (``key``, ``value``) the Catalyst prefix takes."""
+
+
 @dataclass
 class TopicSlice(InputPartition):
     partition: int
@@ -46,7 +53,7 @@ class DeltaTopicSource(DataSource):
         _use_storage_options(self.options)
         table = open_table(self.options["uri"])
         layout = TopicLayout.from_table(table.metadata().description, pa.schema(table.schema()))
-        return from_arrow_schema(layout.record_schema())
+        return from_arrow_schema(layout.table_schema() if self.options.get("form") == TABLE_FORM else layout.record_schema())
 
     def reader(self, schema):
         return TopicRecordsReader(self.options)
@@ -72,4 +79,8 @@ class TopicRecordsReader(DataSourceReader):
         table = open_table(self.uri)
         layout = TopicLayout.from_table(table.metadata().description, pa.schema(table.schema()))
         topic = Topic(self.uri.rstrip("/").rsplit("/", 1)[-1], self.uri, layout)
-        yield from topic.read_files([DataFile(*f) for f in partition.files]).to_batches()
+        records = topic.read_files([DataFile(*f) for f in partition.files])
+        if self.options.get("form") == TABLE_FORM:
+            columns = layout.to_table_columns(records, topic.name)
+            records = columns.add_column(0, "partition", records.column("partition")).select(layout.table_schema().names)
+        yield from records.to_batches()

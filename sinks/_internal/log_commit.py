@@ -1,0 +1,150 @@
+"""Commits this project writes itself, so retention steps go into a topic's history as Delta's own
+operations, with the parameters and metrics delta-spark records for them (``DESCRIBE HISTORY``,
+any tool reading ``commitInfo``): an optimize as ``OPTIMIZE``, removed files as ``DELETE``.
+delta-rs records every commit of given actions as ``WRITE`` and refuses another operation name.
+
+A commit is the file ``_delta_log/<version>.json`` created only if absent (an atomic hard link
+on a local disk, ``If-None-Match: *`` on an object store, through obstore: the object_store crate
+delta-rs itself commits with), against the version the caller's table is loaded at: if anything
+else committed first, nothing changes and the caller is told.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from urllib.parse import unquote, urlparse
+
+import obstore
+from deltalake import DeltaTable
+from obstore.exceptions import AlreadyExistsError
+from obstore.store import LocalStore, S3Store
+
+from sinks._internal.files import PARTITION, DataFile
+from sinks._internal.storage import current_storage_options, is_object_store
+
+ENGINE = "deltastreams (delta-rs)"
+INFO_KEY = "deltastreams"
+"""commitInfo key of the JSON document describing a commit."""
+
+
+def remove(f: DataFile, *, data_change: bool, now_ms: int) -> dict:
+    return {
+        "remove": {
+            "path": f.path,
+            "deletionTimestamp": now_ms,
+            "dataChange": data_change,
+            "extendedFileMetadata": True,
+            "partitionValues": {PARTITION: str(f.partition)},
+            "size": f.size,
+        }
+    }
+
+
+def add(f: DataFile, *, data_change: bool) -> dict:
+    return {
+        "add": {
+            "path": f.path,
+            "partitionValues": {PARTITION: str(f.partition)},
+            "size": f.size,
+            "modificationTime": f.modification_time,
+            "dataChange": data_change,
+            "stats": f.stats_json(),
+        }
+    }
+
+
+def optimize_info(partitions: Iterable[int], removed: Sequence[DataFile], added: Sequence[DataFile]) -> tuple[dict, dict]:
+    """delta-spark's ``OPTIMIZE ... WHERE partition IN (...)`` parameters and metrics."""
+    sizes = sorted(f.size for f in added) or [0]
+    metrics = {
+        "numRemovedFiles": len(removed),
+        "numRemovedBytes": sum(f.size for f in removed),
+        "numAddedFiles": len(added),
+        "numAddedBytes": sum(f.size for f in added),
+        "minFileSize": sizes[0],
+        "p25FileSize": sizes[len(sizes) // 4],
+        "p50FileSize": sizes[len(sizes) // 2],
+        "p75FileSize": sizes[3 * len(sizes) // 4],
+        "maxFileSize": sizes[-1],
+        "numDeletionVectorsRemoved": 0,
+    }
+    predicate = [f"(partition IN ({', '.join(str(p) for p in sorted(set(partitions)))}))"]
+    return {"predicate": json.dumps(predicate), "zOrderBy": "[]", "clusterBy": "[]", "auto": False}, metrics
+
+
+def delete_info(predicates: Sequence[str], removed: Sequence[DataFile]) -> tuple[dict, dict]:
+    """delta-spark's ``DELETE FROM ... WHERE`` parameters and metrics, for whole files removed."""
+    metrics = {
+        "numRemovedFiles": len(removed),
+        "numRemovedBytes": sum(f.size for f in removed),
+        "numDeletedRows": sum(max(f.num_records, 0) for f in removed),
+        "numCopiedRows": 0,
+        "numAddedFiles": 0,
+        "numAddedBytes": 0,
+        "numAddedChangeFiles": 0,
+        "numDeletionVectorsAdded": 0,
+        "numDeletionVectorsRemoved": 0,
+        "numDeletionVectorsUpdated": 0,
+    }
+    return {"predicate": json.dumps([" OR ".join(f"({p})" for p in predicates)])}, metrics
+
+
+def commit(
+    table: DeltaTable,
+    actions: Sequence[dict],
+    *,
+    operation: str,
+    parameters: Mapping[str, object],
+    metrics: Mapping[str, int],
+    info: Mapping[str, object],
+    isolation: str = "Serializable",
+) -> int | None:
+    """Commit ``actions`` as version ``table.version() + 1``, recorded as ``operation``; its
+    version, or None if another commit has that version already."""
+    read_version = table.version()
+    commit_info = {
+        "timestamp": int(time.time() * 1000),
+        "operation": operation,
+        "operationParameters": dict(parameters),
+        "readVersion": read_version,
+        "isolationLevel": isolation,
+        "isBlindAppend": False,
+        "operationMetrics": {k: str(v) for k, v in metrics.items()},
+        "engineInfo": ENGINE,
+        "txnId": str(uuid.uuid4()),
+        INFO_KEY: json.dumps(dict(info)),
+    }
+    body = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in [{"commitInfo": commit_info}, *actions])
+    store, prefix = _store(table.table_uri.rstrip("/"))
+    version = read_version + 1
+    try:
+        obstore.put(store, f"{prefix}_delta_log/{version:020d}.json", body.encode(), mode="create")
+    except AlreadyExistsError:
+        return None
+    return version
+
+
+_S3_OPTIONS = {
+    "AWS_ENDPOINT_URL": "endpoint",
+    "AWS_ENDPOINT": "endpoint",
+    "AWS_REGION": "region",
+    "AWS_ACCESS_KEY_ID": "access_key_id",
+    "AWS_SECRET_ACCESS_KEY": "secret_access_key",
+    "AWS_SESSION_TOKEN": "session_token",
+    "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "virtual_hosted_style_request",
+}
+"""delta-rs storage option -> obstore's S3 setting."""
+
+
+def _store(uri: str):
+    """The object store holding the table, and the table's path inside it (with a trailing /)."""
+    if is_object_store(uri):
+        parsed = urlparse(uri)
+        options = current_storage_options()
+        config = {_S3_OPTIONS[k]: v for k, v in options.items() if k in _S3_OPTIONS}
+        client = {"allow_http": options.get("AWS_ALLOW_HTTP", "false").lower() == "true"}
+        return S3Store(parsed.netloc, config=config, client_options=client), parsed.path.strip("/") + "/"
+    return LocalStore(unquote(urlparse(uri).path) if uri.startswith("file://") else uri), ""

@@ -1,0 +1,86 @@
+"""Records other Delta writers append without offsets (write_deltalake here; delta-spark in
+tests/interop) get dense offsets from the log, the same for every reader and for our writers."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from conf.errors import ExternalAppendError, LogRetentionError
+from sinks import Topic, create_topic, files_added
+
+KEYS = pa.string()
+
+
+def external(partitions: list[int], keys: list[str], values: list[int], *, offsets=None) -> pa.Table:
+    """Rows as a pandas or polars user appends them: the partition, no offsets."""
+    n = len(keys)
+    return pa.table(
+        {
+            "partition": pa.array(partitions, pa.int32()),
+            "offset": pa.array(offsets if offsets is not None else [None] * n, pa.int64()),
+            "timestamp": pa.array(range(100, 100 + n), pa.int64()),
+            "key": keys,
+            "value": pa.array(values, pa.int64()),
+        }
+    )
+
+
+def ours(keys: list[str], values: list[int]) -> pa.Table:
+    return pa.table({"key": keys, "value": pa.array(values, pa.int64()), "timestamp": pa.array(range(len(keys)), pa.int64())})
+
+
+@pytest.fixture
+def topic(tmp_path) -> Topic:
+    return create_topic(str(tmp_path), "events", partitions=2, key_type=KEYS, value_type=pa.int64())
+
+
+def test_records_appended_without_offsets_follow_the_partition_in_log_order(topic, tmp_path):
+    topic.append(ours(["a", "b", "c"], [1, 2, 3]))  # partition 0 ends at 3 (all three keys hash there)
+    write_deltalake(topic.uri, external([0, 0, 1], ["x", "y", "z"], [4, 5, 6]), mode="append")
+    write_deltalake(topic.uri, external([1, 0], ["u", "v"], [7, 8]), mode="append")
+    topic.append(ours(["a"], [9]))  # our writer continues after them
+    read = Topic.open(str(tmp_path), "events").read()
+    rows = list(zip(read["partition"].to_pylist(), read["offset"].to_pylist(), read["value"].to_pylist(), strict=True))
+    assert rows == [(0, 0, 1), (0, 1, 2), (0, 2, 3), (0, 3, 4), (0, 4, 5), (0, 5, 8), (0, 6, 9), (1, 0, 6), (1, 1, 7)]
+    assert topic.end_offsets() == {0: 7, 1: 2}
+    # Readers following the log version by version assign the same offsets.
+    incremental = [(f.partition, f.min_offset, f.max_offset) for v in range(1, topic.version() + 1) for f in files_added(topic.uri, v - 1, v)]
+    assert sorted(incremental) == sorted((f.partition, f.min_offset, f.max_offset) for f in topic.files())
+    assert topic.read(after_version=2)["offset"].to_pylist() == [5, 6, 1]
+
+
+def test_a_null_partition_is_refused_naming_the_file(topic):
+    write_deltalake(topic.uri, external([None], ["x"], [1]), mode="append")
+    with pytest.raises(ExternalAppendError, match=r"null partition; a writer other than deltastreams must set 'partition'"):
+        topic.read()
+
+
+def test_some_offsets_null_and_some_not_is_refused(topic):
+    write_deltalake(topic.uri, external([0, 0], ["x", "y"], [1, 2], offsets=[0, None]), mode="append")
+    with pytest.raises(ExternalAppendError, match=r"has 1 rows without an offset among rows with one"):
+        topic.read()
+
+
+def test_offsets_that_do_not_continue_the_partition_are_refused(topic):
+    write_deltalake(topic.uri, external([0], ["x"], [1]), mode="append")
+    write_deltalake(topic.uri, external([0], ["y"], [2], offsets=[7]), mode="append")
+    with pytest.raises(ExternalAppendError, match=r"holds offsets 7..7 of partition 0, whose records end at 1"):
+        topic.read()
+
+
+def test_without_the_commits_that_order_them_offsets_cannot_be_assigned(topic, tmp_path):
+    topic.append(ours(["a"], [1]))
+    topic.delta_table().create_checkpoint()  # version 1: every file has its offsets
+    write_deltalake(topic.uri, external([0], ["x"], [2]), mode="append")
+    for version in (0, 1):  # log retention deleted the commits the checkpoint covers
+        (tmp_path / "topics" / "events" / "_delta_log" / f"{version:020d}.json").unlink()
+    assert Topic.open(str(tmp_path), "events").read()["offset"].to_pylist() == [0, 1]  # from the checkpoint on
+    topic.delta_table().create_checkpoint()  # version 2 holds the file without offsets
+    (tmp_path / "topics" / "events" / "_delta_log" / f"{2:020d}.json").unlink()
+    from sinks._internal import offsets
+
+    offsets._LOGS.clear()  # a new process
+    with pytest.raises(LogRetentionError, match=r"holds records appended without offsets, and the commit files that order them"):
+        Topic.open(str(tmp_path), "events").read()
