@@ -10,7 +10,8 @@ Delta -> Delta through delta-spark's streaming source.
 The query: JSON values parsed with ``from_json`` (Kafka) or the table's columns (Delta),
 ``duration_s >= 30``, a watermark of the grace period on the event time, ``groupBy(window(5 s),
 category)`` with ``count`` and the newest event time (for latency), RocksDB state store with
-changelog checkpointing, update mode, a processing-time trigger of the commit interval. Each
+changelog checkpointing, update mode, a processing-time trigger of the commit interval; Delta
+snapshots in 2 partitions instead of 50 (see :func:`session`). Each
 micro-batch's updates are appended to the output Delta table in ``foreachBatch`` with
 ``txnAppId``/``txnVersion`` = the batch id, Spark's idiom for exactly-once into Delta (a replayed
 batch is skipped by the writer). delta-spark's streaming sink is not used: it accepts the append
@@ -42,14 +43,14 @@ VIEW_SCHEMA = "user_id STRING, page_id STRING, category STRING, duration_s INT"
 TXN_APP_ID = "pageview-spark-peer"
 
 
-def session(app_name: str, shuffle_partitions: int):
+def session(app_name: str, shuffle_partitions: int, extra: dict[str, str] | None = None):
     """Local Spark on 2 cores with delta-spark and the Kafka connector, sized as deltastreams'
     session is (2 GiB driver heap), RocksDB state store."""
     from pyspark.sql import SparkSession
 
     from jobs.jvm import spark_jars
 
-    spark = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName(app_name)
         .config("spark.jars", ",".join(spark_jars()))
@@ -61,8 +62,14 @@ def session(app_name: str, shuffle_partitions: int):
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.streaming.stateStore.providerClass", "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-        .getOrCreate()
+        # delta-spark rebuilds a table's snapshot in 50 tasks by default, for every micro-batch's
+        # read and write: 3-4 s of a 100 ms trigger's batch here; the tuning a Spark user applies
+        # to small tables (delta-io/delta#3351) made it ~1.5 s.
+        .config("spark.databricks.delta.snapshotPartitions", "2")
     )
+    for key, value in (extra or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
 
@@ -208,13 +215,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grace-ms", type=int, default=10_000)
     parser.add_argument("--min-duration-s", type=int, default=30)
     parser.add_argument("--timings", help="write the timings here (JSON)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="another Spark setting")
     args = parser.parse_args(argv)
     if args.source == "kafka" and not args.bootstrap_servers:
         parser.error("--source kafka needs --bootstrap-servers")
     if args.source == "delta" and not args.input:
         parser.error("--source delta needs --input")
     timings: dict = {"session_start": time.time()}
-    spark = session(f"pageview-spark-{args.source}", args.partitions)
+    spark = session(f"pageview-spark-{args.source}", args.partitions, dict(item.split("=", 1) for item in args.conf))
     timings["session_ready"] = time.time()
     try:
         run(spark, args, timings)
