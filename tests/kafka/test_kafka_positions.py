@@ -1,5 +1,5 @@
 """How the driver plans Kafka offsets, against a real broker: a never-read topic starts at the
-configured starting offsets, a batch takes at most max_records over the partitions, gone offsets
+configured starting offsets, a batch takes at most max_records over the partitions, the same share of each one's backlog, gone offsets
 (also ones Kafka really deleted) fail clearly or resume from the earliest as configured, and a
 changed partition count stops the application rather than moving keys between tasks."""
 
@@ -39,7 +39,10 @@ def test_a_batch_starts_where_configured_and_takes_at_most_max_records(broker, t
     start = earliest.start(topic_name, NEVER_READ, bounds)
     assert start == {0: 0, 1: 0}
     assert earliest.end(start, earliest.latest(topic_name), 40) == {0: 20, 1: 20}
-    assert earliest.end({0: 25, 1: 0}, earliest.latest(topic_name), 40) == {0: 30, 1: 20}
+    assert earliest.end({0: 25, 1: 0}, earliest.latest(topic_name), 35) == {0: 30, 1: 30}  # all of it fits
+    # more than fits: every partition advances by the same share of its backlog (5 of 30, 1 of 6)
+    assert earliest.end({0: 0, 1: 24}, earliest.latest(topic_name), 6) == {0: 5, 1: 25}
+    assert earliest.end({0: 25, 1: 0}, earliest.latest(topic_name), 7) == {0: 26, 1: 6}
     assert not earliest.has_new(topic_name, earliest.latest(topic_name), {0: 30, 1: 30})
     latest = sources(broker, topic_name, starting_offsets="latest")
     assert latest.start(topic_name, NEVER_READ, bounds) == {0: 30, 1: 30}

@@ -3,8 +3,8 @@
 A Kafka topic's position is not a Delta version but an offset per partition: the next offset to
 read (:data:`Offsets`). A sub-topology's batch reads, per partition, the offsets from its
 committed position up to the partition's end (the high watermark, with ``read_committed`` the
-last stable offset), at most ``max_records_per_batch`` records per topic, shared out over the
-partitions. The ranges go into the task plans (each task reads its own partition with
+last stable offset), at most ``max_records_per_batch`` records per topic (rounded up per partition),
+shared out over the partitions in proportion to their backlogs. The ranges go into the task plans (each task reads its own partition with
 ``assign()``, :func:`sinks.kafka.read_range`) and into the batch's decision in the sub-topology's
 transaction log, so Kafka input to Delta outputs is exactly once by the application's own commit
 protocol: no consumer group, no Kafka transaction.
@@ -117,12 +117,19 @@ class KafkaSources:
             start[partition] = offset
         return start
 
-    def end(self, start: Offsets, latest: Offsets, max_records: int) -> Offsets:
-        """Where the batch stops: each partition's end, at most ``max_records`` over the topic,
-        shared out evenly (a partition with less backlog leaves its share unused)."""
-        share = max(1, -(-max_records // max(1, len(start))))
-        return {p: min(latest.get(p, offset), offset + share) for p, offset in start.items()}
-
+    @staticmethod
+    def end(start: Offsets, latest: Offsets, max_records: int) -> Offsets:
+        """Where the batch stops: each partition's end, or, when the topic holds more than
+        ``max_records`` past ``start``, the same share of every partition's backlog. Equal counts
+        per partition would let a partition with fewer records run ahead in event time (records
+        are spread by key, not by time), and a downstream window would find the other partitions'
+        records late that the same events appended to a Delta topic (whole versions, every
+        partition at once) keep."""
+        backlog = {p: max(0, latest.get(p, offset) - offset) for p, offset in start.items()}
+        total = sum(backlog.values())
+        if total <= max_records:
+            return {p: offset + backlog[p] for p, offset in start.items()}
+        return {p: offset + -(-backlog[p] * max_records // total) for p, offset in start.items()}
 
     def has_new(self, topic: str, latest: Offsets, consumed: Offsets | int) -> bool:
         """Whether some partition has records past the consumed position (for partitions never
