@@ -147,12 +147,18 @@ def read_range(topic: KafkaTopic, partition: int, start: int, end: int, timeout_
     deadline = time.monotonic() + timeout_s
     try:
         consumer.assign([TopicPartition(topic.name, partition, start)])
+        expected = start  # the next offset a record can have
         while True:
-            for message in consumer.consume(num_messages=10_000, timeout=0.5):
+            # consume() waits until it has num_messages or the timeout passes: asking for more than
+            # the range still holds made every read wait out the timeout (0.5 s per task and batch
+            # on a steady stream). Transaction markers and compaction leave gaps, so fewer records
+            # than asked may remain: the short timeout bounds that wait.
+            for message in consumer.consume(num_messages=max(1, min(10_000, end - expected)), timeout=0.1):
                 error = message.error()
                 if error is None:
                     if message.offset() < end:
                         rows.append(message)
+                        expected = message.offset() + 1
                     continue
                 if error.code() == KafkaError._PARTITION_EOF:
                     continue

@@ -122,9 +122,10 @@ def _latency(latency: list[dict]) -> list[str]:
 def _correctness(runs: list[dict], latency: list[dict]) -> list[str]:
     lines = ["", "## Correctness", "",
              "Every run's final counts (latest revision per window) against an independent pandas computation of what that peer must output "
-             "from the same events (`jobs/pageview_reference.py`): deltastreams against Kafka's semantics (per-task stream time, records "
-             "interleaved by timestamp), exactly; Kafka Streams against the same rule over the order its repartition topic holds (checked to "
-             "be a possible interleaving of the filtered input); Spark against its watermark rule over the micro-batches its progress "
+             "from the same events (`jobs/pageview_reference.py`): deltastreams from Delta against Kafka's semantics (per-task stream time, "
+             "records interleaved by timestamp), exactly; Kafka Streams, and deltastreams from Kafka (whose batches cut each partition at an "
+             "offset), against the same rule over the order their repartition topic holds (checked to be a possible interleaving of the "
+             "filtered input); Spark against its watermark rule over the micro-batches its progress "
              "reports (Spark's watermark of every batch compared too).", "",
              "| peer | runs checked | passed | windows (largest run) | differs from Kafka's semantics by |", "|---|---|---|---|---|"]
     for peer in _peers_in(runs + latency):
