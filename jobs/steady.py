@@ -5,7 +5,11 @@ already appended, stamped with the wall-clock time of the append (ms), a share o
 up to ``max_lateness_ms``. An append that overruns its tick makes the next one larger rather than
 letting the schedule drift, so the rate holds on a loaded machine; with a duration, the last
 append brings the total to exactly ``rate x duration``. Used by ``python -m jobs.pageview generate
---rate``, the latency benchmark and the soak test.
+--rate``, the latency benchmarks and the soak test.
+
+Where the events go is an :class:`Appender`: a Delta topic (:class:`TopicAppender`, what a Topic
+given to :class:`SteadyGenerator` becomes) or whatever else a benchmark feeds (a Kafka topic, a
+plain Delta table: ``jobs.peers.inputs``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Protocol
+
+import pyarrow as pa
 
 from jobs.pageview_data import generate_events
 from sinks import Topic
@@ -48,10 +55,37 @@ class SteadyProgress:
         )
 
 
+class Appender(Protocol):
+    def first_index(self) -> int:
+        """How many events the destination already holds (the stream's draws continue after them)."""
+
+    def append(self, events: pa.Table) -> None:
+        """Make ``events`` (record form: key, value, timestamp) visible to readers, before returning."""
+
+
+class TopicAppender:
+    """Appends to a Delta topic, one commit per append, partitioned as a Kafka producer would."""
+
+    def __init__(self, topic: Topic) -> None:
+        self.topic = topic
+        self._table = topic.delta_table()
+        self._offsets = topic.end_offsets()
+
+    def first_index(self) -> int:
+        return sum(self._offsets.values())
+
+    def append(self, events: pa.Table) -> None:
+        files = self.topic.prepare_files(events, self._offsets)
+        self.topic.commit(files, table=self._table)
+        self._table.update_incremental()
+        for f in files:
+            self._offsets[f.partition] = f.max_offset + 1
+
+
 class SteadyGenerator:
     def __init__(
         self,
-        topic: Topic,
+        topic: Topic | Appender,
         rate: int,
         *,
         duration_s: float | None = None,
@@ -63,7 +97,8 @@ class SteadyGenerator:
             raise ValueError(f"rate must be a positive number of events per second, got {rate}")
         if duration_s is not None and duration_s <= 0:
             raise ValueError(f"duration must be positive (seconds), got {duration_s}")
-        self.topic, self.rate, self.duration_s = topic, rate, duration_s
+        self.appender = TopicAppender(topic) if isinstance(topic, Topic) else topic
+        self.rate, self.duration_s = rate, duration_s
         self.late_fraction, self.max_lateness_ms, self.seed = late_fraction, max_lateness_ms, seed
         self.stopping = False
 
@@ -74,9 +109,7 @@ class SteadyGenerator:
     def run(self, on_append: Callable[[SteadyProgress], None] | None = None) -> SteadyProgress:
         """Append until the duration is over or :meth:`stop` is called; ``on_append`` sees the
         progress after every append."""
-        table = self.topic.delta_table()
-        offsets = self.topic.end_offsets()
-        first_index = sum(offsets.values())  # continues the stream's draws after earlier appends
+        first_index = self.appender.first_index()  # continues the stream's draws after earlier appends
         appended = appends = 0
         started = time.monotonic()
         total = None if self.duration_s is None else round(self.rate * self.duration_s)
@@ -93,11 +126,7 @@ class SteadyGenerator:
                     first_index=first_index + appended,
                     event_time_ms=int(time.time() * 1000),
                 )
-                files = self.topic.prepare_files(events, offsets)
-                self.topic.commit(files, table=table)
-                table.update_incremental()
-                for f in files:
-                    offsets[f.partition] = f.max_offset + 1
+                self.appender.append(events)
                 appended, appends = due, appends + 1
                 if on_append is not None:
                     on_append(self._progress(appended, appends, started))
