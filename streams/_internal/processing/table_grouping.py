@@ -18,7 +18,7 @@ from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_arra
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _typed
 from streams._internal.processing.table import TableView, decode_row, encode_row, table_chain, table_getter
-from streams._internal.processing.walk import AT_START, turns
+from streams._internal.processing.walk import AT_START, carry_walk, turns
 from topology.nodes import AggregationKind, TableAggregateNode, TableSelectNode
 from topology.records import KEY, TIMESTAMP, VALUE
 
@@ -92,7 +92,9 @@ def _changes_flow(flow: Flow, rows: list[int], keys: list[Any], news: list[Any],
         [taken.table.column(SEQ), taken.table.column(TIMESTAMP), key_array, values],
         schema=flow_schema(key_array.type, values.type, False),
     )
-    return Flow(table, False, keys, [{NEW: n, OLD: o} for n, o in zip(news, olds, strict=True)])
+    # Updates keep their walks, as every operator's output does: the task then numbers the
+    # subtraction and the addition of each as a fork of its own update.
+    return Flow(carry_walk(table, taken.table), False, keys, [{NEW: n, OLD: o} for n, o in zip(news, olds, strict=True)])
 
 
 class TableAggregateOperator(Operator, node=TableAggregateNode):

@@ -133,11 +133,10 @@ def number_forks(flow: Flow, rank: int) -> Flow:
     seqs = flow.seqs
     if (np.diff(seqs) > 0).all():
         return flow  # (the common case: one record per input record, in input order)
-    paths = walks(flow)
-    if paths is None:
-        ids = np.zeros(n, dtype=np.int64)
-    else:
+    if WALK in flow.table.column_names:
         ids = pc.dictionary_encode(flow.table.column(WALK).combine_chunks().fill_null(b"")).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    else:
+        ids = np.zeros(n, dtype=np.int64)
     order = np.lexsort((ids, seqs))  # stable: ties keep the output order
     s, w = seqs[order], ids[order]
     first = np.r_[True, (s[1:] != s[:-1]) | (w[1:] != w[:-1])]
@@ -150,7 +149,8 @@ def number_forks(flow: Flow, rank: int) -> Flow:
     index[order] = np.arange(n) - starts[group]
     forked = np.empty(n, dtype=bool)
     forked[order] = sizes[group] > 1
-    paths = paths if paths is not None else [b""] * n
+    # (only now, with a fork found, does anything run per record in Python)
+    paths = walks(flow) or [b""] * n
     column = [p + _ENTRY.pack(rank, int(i)) if f else p for p, i, f in zip(paths, index, forked, strict=True)]
     return _with_walks(flow, pa.array(column, pa.binary()))
 
