@@ -78,8 +78,9 @@ class ProcessContext:
     idle_stream_time: int | None = None
     """After an idle advance: the largest stream time an operator advanced to."""
     walks: bool = False
-    """Records of one input record are ordered by their walk (something reads a table by key;
-    :mod:`streams._internal.processing.walk`)."""
+    """Records of one input record are ordered by their walk: the task reads a table by key,
+    has branches meeting again, or several sinks of one topic, where that order shows
+    (:mod:`streams._internal.processing.walk`). Otherwise no record gets a ``_walk``."""
 
     def advanced_to(self, stream_time: int) -> None:
         """An operator's stream time moved to ``stream_time`` by an idle advance."""
