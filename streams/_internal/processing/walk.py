@@ -112,16 +112,33 @@ def _with_walks(flow: Flow, column: pa.Array) -> Flow:
     return Flow(table, flow.windowed, flow._keys, flow._values)
 
 
+def _extended(flow: Flow, entries: pa.Array) -> Flow:
+    """``flow`` with ``entries`` (binary, one per record, empty for none) added to its walks, in
+    Arrow: no record is handled in Python."""
+    if WALK in flow.table.column_names:
+        current = flow.table.column(WALK).combine_chunks().fill_null(b"")
+        entries = pc.binary_join_element_wise(current, entries, pa.scalar(b"", pa.binary()))
+    return _with_walks(flow, entries)
+
+
+_ENTRIES = np.dtype([("rank", ">u2"), ("index", ">u4")])
+"""_ENTRY's layout, for packing many entries at once."""
+
+
+def _entries(rank: int, index: np.ndarray) -> pa.Array:
+    """The entries ``(rank, index[i])``, as binary."""
+    packed = np.empty(len(index), dtype=_ENTRIES)
+    packed["rank"], packed["index"] = rank, index
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(ENTRY_SIZE), len(index), [None, pa.py_buffer(packed.tobytes())])
+    return fixed.cast(pa.binary())
+
+
 def enter(flow: Flow, edge_rank: int) -> Flow:
     """``flow``'s records as they come down the edge ranked ``edge_rank`` into an operator with
     several parents."""
     if not len(flow):
         return flow
-    entry = pa.scalar(_ENTRY.pack(edge_rank, 0), pa.binary())
-    if WALK not in flow.table.column_names:
-        return _with_walks(flow, pa.array([entry.as_py()] * len(flow), pa.binary()))
-    current = flow.table.column(WALK).combine_chunks().fill_null(b"")
-    return _with_walks(flow, pc.binary_join_element_wise(current, entry, pa.scalar(b"", pa.binary())))
+    return _extended(flow, _entries(edge_rank, np.zeros(len(flow), dtype=np.int64)))
 
 
 def number_forks(flow: Flow, rank: int) -> Flow:
@@ -149,10 +166,9 @@ def number_forks(flow: Flow, rank: int) -> Flow:
     index[order] = np.arange(n) - starts[group]
     forked = np.empty(n, dtype=bool)
     forked[order] = sizes[group] > 1
-    # (only now, with a fork found, does anything run per record in Python)
-    paths = walks(flow) or [b""] * n
-    column = [p + _ENTRY.pack(rank, int(i)) if f else p for p, i, f in zip(paths, index, forked, strict=True)]
-    return _with_walks(flow, pa.array(column, pa.binary()))
+    # A record forwarded alone for its record keeps its walk as it is.
+    entries = pc.if_else(pa.array(forked), _entries(rank, index), pa.scalar(b"", pa.binary()))
+    return _extended(flow, entries)
 
 
 def carry_walk(table: pa.Table, source: pa.Table, rows: np.ndarray | Sequence[int] | None = None) -> pa.Table:
