@@ -147,3 +147,17 @@ def test_records_forwarded_for_one_record_update_a_table_one_after_another(batch
         ("g1", 1, 11), ("g1", 0, 11), ("g0", 2, 11),
         ("g0", 1, 12), ("g1", 1, 12), ("g1", 0, 12), ("g0", 2, 12),
     ]
+
+
+def test_a_table_filter_failing_on_the_old_value_of_one_forwarded_record_rejects_only_that_one():
+    """Two values forwarded for one record (same _seq) are read through a filter as old values:
+    the one whose old value the filter fails on goes to the dead letters, the other goes on (the
+    rows were matched by _seq, so both were kept and the batch failed)."""
+    builder = StreamsBuilder()
+    table = builder.stream("in").flat_map_values(lambda v: v.split(",")).to_table().filter(lambda k, v: 1 / int(v) > 0)
+    table.group_by(lambda k, v: ("g", v)).count().to_stream().to("out")
+    driver = TopologyTestDriver(builder.build(), {"caching": False})
+    driver.pipe_input("in", "a", "0", 10)  # stored by the table's source, failed by the filter
+    driver.pipe_input("in", "a", "1,2", 11)  # "1"'s old value is "0": the filter fails on it
+    assert [(r.key, r.value, r.timestamp) for r in driver.read_output("out")] == [("g", 1, 11)]
+    assert [r.value["source_offset"] for r in driver.dead_letters()] == [0, 1]

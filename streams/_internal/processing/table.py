@@ -268,6 +268,10 @@ class Lookup:
         return [item for item, keep in zip(items, self.kept, strict=True) if keep]
 
 
+_ROW = "_row"
+"""A looked-up row's position among the reading records, while a chain runs over them."""
+
+
 class TableGetter:
     """Reads a table by key as of a reading step's turn (operator ``rank`` reading each record
     of a flow): the root's store and batch changes (a table source, or an aggregation), or a
@@ -309,24 +313,29 @@ class TableGetter:
     def _through_chain(self, stream: Flow, values: list[Any], stamps: list[int | None], kept: np.ndarray, context: ProcessContext) -> Lookup:
         if not self.chain:
             return Lookup(values, stamps, kept)
-        # Run the chain over the looked-up rows: same _seq (errors point at the looking-up record).
+        # Run the chain over the looked-up rows: same _seq (errors point at the looking-up record),
+        # and each row's position, which tells the rows the chain rejected (records forwarded for
+        # one input record share its _seq).
         looked_up, _ = infer_array(values, None)
         table = Flow(
             pa.table(
                 [stream.table.column(SEQ), stream.table.column(TIMESTAMP), stream.table.column(KEY), looked_up],
                 schema=flow_schema(stream.key_type, looked_up.type, False),
-            ),
+            ).append_column(_ROW, pa.array(np.arange(len(stream), dtype=np.int64))),
             False,
             stream.keys(),
             values,
         )
         for operator in self.chain:
             table = operator.transform(table, context)
-        if len(table) != len(stream):
-            kept = kept & np.isin(stream.seqs, table.seqs)
+        rows = table.table.column(_ROW).to_numpy()
+        survived = np.zeros(len(stream), dtype=bool)
+        survived[rows] = True
+        kept = kept & survived
         values = [None] * len(stream)
-        for i, value in zip(np.flatnonzero(kept), table.values(), strict=True):
-            values[i] = value
+        for i, value in zip(rows, table.values(), strict=True):
+            if kept[i]:
+                values[i] = value
         return Lookup(values, [t if v is not None else None for t, v in zip(stamps, values, strict=True)], kept)
 
 
