@@ -32,7 +32,8 @@ from state import NO_STREAM_TIME, ReadOnlyKeyValueStore, ReadOnlyWindowStore, Ti
 from streams._internal.processing.flow import BadRecords, Flow, concat_flows, flow_schema, infer_array
 from streams._internal.processing.idle import remember_key_type, remembered_key_type
 from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
-from streams._internal.processing.table import BatchChanges, turn
+from streams._internal.processing.table import BatchChanges
+from streams._internal.processing.walk import Turn, carry_walk, turns
 from streams._internal.processing.windowing import (
     InputStreamTimes,
     assign_windows,
@@ -206,9 +207,9 @@ class AggregateOperator(Operator, node=AggregateNode):
         unreadable = self._past_retention(pairs, len(flow)) if cogroup and self.windowed else None
 
         if self.node.aggregation.kind is AggregationKind.COUNT:
-            revisions = self._count(flow, pairs, previous, key_index, distinct_keys, _Log(changes, stored, pairs, self.rank))
+            revisions = self._count(flow, pairs, previous, key_index, distinct_keys, _Log(changes, stored, pairs, flow, self.rank))
         else:
-            revisions = self._fold(flow, pairs, previous, key_index, distinct_keys, context.bad, _Log(changes, stored, pairs, self.rank), unreadable)
+            revisions = self._fold(flow, pairs, previous, key_index, distinct_keys, context.bad, _Log(changes, stored, pairs, flow, self.rank), unreadable)
 
         dropped = int(late.sum())
         if dropped:
@@ -220,7 +221,7 @@ class AggregateOperator(Operator, node=AggregateNode):
             context.emit_late(flow.filter((windows_per_record > 0) & (updates == 0)))
         if self.node.emit_final:
             remember_key_type(self.kv, distinct_keys.type)
-            revisions = self._closed_windows(flow.seqs, assignment.stream_time, distinct_keys.type)
+            revisions = self._closed_windows(flow.seqs, assignment.stream_time, distinct_keys.type, flow.table)
         if self.window_store is not None:
             self._advance(int(assignment.final_stream_time))
         return revisions
@@ -241,7 +242,7 @@ class AggregateOperator(Operator, node=AggregateNode):
         return pairs.start <= before[pairs.record] - self.windows.size_ms - self.windows.grace_ms
     # -- emit on window close ---------------------------------------------------------------------
 
-    def _closed_windows(self, seqs: np.ndarray, stream_times: np.ndarray, key_type: pa.DataType) -> Flow:
+    def _closed_windows(self, seqs: np.ndarray, stream_times: np.ndarray, key_type: pa.DataType, records: pa.Table | None = None) -> Flow:
         """Kafka's emit-final (KStreamWindowAggregate with ON_WINDOW_CLOSE): after each record,
         if the close time (stream time - grace) moved past the last emitted one and a window
         closed since, forward the windows starting in the newly closed range, in the order
@@ -280,7 +281,7 @@ class AggregateOperator(Operator, node=AggregateNode):
              pc.add(starts_array, w.size_ms), pa.array(keys, key_type), array],
             schema=flow_schema(key_type, array.type, True),
         )
-        return Flow(table, True)
+        return Flow(table if records is None else carry_walk(table, records, rows), True)
 
     def _group(self, record, start, end, key_index, distinct_bytes) -> _Pairs:
         if len(record) == 0:
@@ -306,7 +307,7 @@ class AggregateOperator(Operator, node=AggregateNode):
             columns += [pa.array(pairs.start[rows], pa.int64()), pa.array(pairs.end[rows], pa.int64())]
         keys = distinct_keys.take(pa.array(key_index[pair_rows]))
         table = pa.table(columns + [keys, values], schema=flow_schema(distinct_keys.type, values.type, self.windowed))
-        return Flow(table, self.windowed)
+        return Flow(carry_walk(table, flow.table, pair_rows), self.windowed)
 
     def _count(self, flow, pairs: _Pairs, previous, key_index, distinct_keys, log: _Log) -> Flow:
         groups = len(pairs.group_first)
@@ -339,7 +340,7 @@ class AggregateOperator(Operator, node=AggregateNode):
         stamps = np.maximum(running_ts, prev_ts[pairs.group])
         if log.changes is not None:
             for j in range(len(pairs.group)):
-                log.record(j, int(flow.seqs[pairs.record[j]]), _COUNT.pack(int(counts[j]), int(stamps[j])))
+                log.record(j, _COUNT.pack(int(counts[j]), int(stamps[j])))
         if self.caching:
             return self._last_counts(flow, pairs, new_count, new_ts, key_index, distinct_keys)
         rows = np.arange(len(pairs.group))
@@ -393,7 +394,7 @@ class AggregateOperator(Operator, node=AggregateNode):
             state[g], present[g] = new, new is not None
             touched_at[g] = j
             if log.changes is not None:
-                log.record(j, int(seqs[r]), None if new is None else self._encode(new, stamps[g]))
+                log.record(j, None if new is None else self._encode(new, stamps[g]))
             if not self.caching:
                 emitted_rows.append(j)
                 emitted_values.append(new)
@@ -459,15 +460,16 @@ class AggregateOperator(Operator, node=AggregateNode):
 class _Log:
     """Records an aggregation's updates in its table's batch changes, if anything reads them."""
 
-    def __init__(self, changes: BatchChanges | None, stored: list[bytes | None], pairs: _Pairs, rank: int) -> None:
+    def __init__(self, changes: BatchChanges | None, stored: list[bytes | None], pairs: _Pairs, flow: Flow, rank: int) -> None:
         self.changes = changes
         self.stored = stored
         self.pairs = pairs
-        self.rank = rank
+        self.turns: list[Turn] = turns(flow, rank) if changes is not None else []
 
-    def record(self, pair: int, seq: int, value: bytes | None) -> None:
+    def record(self, pair: int, value: bytes | None) -> None:
+        """The update of ``pair``'s group by its record, at that record's turn."""
         group = self.pairs.group[pair]
-        self.changes.record(self.pairs.store_keys[group], self.stored[group], turn(seq, self.rank), value)
+        self.changes.record(self.pairs.store_keys[group], self.stored[group], self.turns[self.pairs.record[pair]], value)
 
 
 class _KeyValueView:

@@ -34,9 +34,10 @@ import pyarrow as pa
 
 from conf.errors import ProcessingError
 from streams._internal.processing.batch_stores import BatchKeyValueStore
-from streams._internal.processing.flow import Flow, concat_flows, flow_schema
+from streams._internal.processing.flow import WALK, Flow, concat_flows, flow_schema
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.punctuation import STREAM_TIME, WALL_CLOCK_TIME, Punctuations, Schedule, row_stream_times
+from streams._internal.processing.walk import PUNCTUATION, walks
 from topology.nodes import BatchProcessNode
 from topology.records import KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
 
@@ -110,11 +111,11 @@ class BatchProcessOperator(Operator, node=BatchProcessNode):
             last = end - 1
             punctuations.stream_time = int(times[last])
             for result in punctuations.fire(STREAM_TIME, punctuations.stream_time):
-                outputs.append(self._punctuation_outputs(result, int(flow.seqs[last]), punctuations.stream_time))
+                outputs.append(self._punctuation_outputs(result, int(flow.seqs[last]), punctuations.stream_time, context))
             start = end
         now = punctuations.wall_clock_ms()
         for result in punctuations.fire(WALL_CLOCK_TIME, now):
-            outputs.append(self._punctuation_outputs(result, int(flow.seqs[-1]) if len(flow) else -1, now))
+            outputs.append(self._punctuation_outputs(result, int(flow.seqs[-1]) if len(flow) else -1, now, context))
         punctuations.save()
         nonempty = [o for o in outputs if len(o)]
         return concat_flows(nonempty) if nonempty else Flow.empty(flow.key_type, flow.value_type)
@@ -141,14 +142,16 @@ class BatchProcessOperator(Operator, node=BatchProcessNode):
             ) from e
         finally:
             self._slice = None
-        return self._outputs(result, part.seqs, part.timestamps, "process_batch")
+        return self._outputs(result, part.seqs, part.timestamps, "process_batch", walks(part))
 
-    def _punctuation_outputs(self, result: Any, seq: int, now: int) -> Flow:
-        return self._outputs(result, np.array([seq], dtype=np.int64), np.array([now], dtype=np.int64), "a punctuation", from_punctuation=True)
+    def _punctuation_outputs(self, result: Any, seq: int, now: int, context: ProcessContext) -> Flow:
+        # (a punctuation comes after the whole walk of the record it follows)
+        after = [PUNCTUATION] if context.walks else None
+        return self._outputs(result, np.array([seq], dtype=np.int64), np.array([now], dtype=np.int64), "a punctuation", after, from_punctuation=True)
 
-    def _outputs(self, result: Any, seqs: np.ndarray, stamps: np.ndarray, what: str, *, from_punctuation: bool = False) -> Flow:
-        """The flow of a returned table: each row gets its input record's ``_seq`` (and timestamp
-        unless it has one), in input order."""
+    def _outputs(self, result: Any, seqs: np.ndarray, stamps: np.ndarray, what: str, paths: list[bytes] | None = None, *, from_punctuation: bool = False) -> Flow:
+        """The flow of a returned table: each row gets its input record's ``_seq`` and walk
+        (``paths``, if any) (and timestamp unless it has one), in input order."""
         if result is None:
             return Flow.empty()
         if isinstance(result, pa.RecordBatch):
@@ -174,6 +177,8 @@ class BatchProcessOperator(Operator, node=BatchProcessNode):
             stamp = np.where(np.asarray(given.is_valid()), given.fill_null(0).to_numpy(), stamp)
         keys, values = result.column(KEY).combine_chunks(), result.column(VALUE).combine_chunks()
         table = pa.table([pa.array(seqs[rows], pa.int64()), pa.array(stamp, pa.int64()), keys, values], schema=flow_schema(keys.type, values.type, False))
+        if paths is not None:
+            table = table.append_column(WALK, pa.array([paths[i] for i in rows], pa.binary()))
         return Flow(table, False)
 
     def reject(self, rows: Any, reason: str) -> None:

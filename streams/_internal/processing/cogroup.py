@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from conf.errors import ProcessingError
 from streams._internal.processing.aggregate import INPUT, aggregatable
-from streams._internal.processing.flow import SEQ, Flow
+from streams._internal.processing.flow import SEQ, WALK, Flow
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from streams._internal.processing.walk import enter
 from topology.nodes import CogroupAggregateNode, CogroupMergeNode
 from topology.records import KEY, TIMESTAMP, VALUE
 
@@ -47,15 +49,20 @@ class CogroupInputs:
         if not parts:
             key_type = next((flow.key_type for _, flow in offered.values()), pa.null())
             return _flow(pa.table({SEQ: pa.array([], pa.int64()), TIMESTAMP: pa.array([], pa.int64()), KEY: pa.array([], key_type)}), pa.array([]), [])
+        columns = [SEQ, TIMESTAMP, KEY] + ([WALK] if any(WALK in flow.table.column_names for _, _, flow in parts) else [])
         try:
-            head = pa.concat_tables([flow.table.select([SEQ, TIMESTAMP, KEY]) for _, _, flow in parts], promote_options="permissive")
+            head = pa.concat_tables([flow.table.select([c for c in columns if c in flow.table.column_names]) for _, _, flow in parts], promote_options="permissive")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
             types = ", ".join(str(flow.key_type) for _, _, flow in parts)
             raise ProcessingError(f"{node}: the cogrouped streams' keys have different types ({types}): {e}", node=node) from e
         values = _values([flow.table.column(VALUE).combine_chunks() for _, _, flow in parts])
         inputs = np.concatenate([np.full(len(flow), index, dtype=np.int32) for index, _, flow in parts])
         ranks = np.concatenate([np.full(len(flow), rank, dtype=np.int64) for _, rank, flow in parts])
-        order = np.lexsort((ranks, head.column(SEQ).to_numpy()))
+        if WALK in head.column_names:  # the records entered the merge by their inputs' edges
+            keys = pa.table([head.column(SEQ), head.column(WALK).fill_null(b"")], names=["s", "w"])
+            order = pc.sort_indices(keys, sort_keys=[("s", "ascending"), ("w", "ascending")]).to_numpy()
+        else:
+            order = np.lexsort((ranks, head.column(SEQ).to_numpy()))
         return _flow(head, values, inputs).take(order)
 
 
@@ -87,9 +94,12 @@ class CogroupAggregateOperator(Operator, node=CogroupAggregateNode):
         super().__init__(node, parents, build)
         self.inputs = _inputs(build, node.store)
         self.rank = build.ranks.get(node.name, 0)
+        # The merge takes this input's records from here, not from the task: they enter it here.
+        self.edge = next((rank for (parent, _), rank in build.edges.items() if parent == node.name), self.rank)
 
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
-        self.inputs.offer(self.node.index, self.rank, aggregatable(flow, self.name, context))
+        flow = aggregatable(flow, self.name, context)
+        self.inputs.offer(self.node.index, self.rank, enter(flow, self.edge) if context.walks else flow)
         return Flow.empty(flow.key_type)  # the merge forwards the results
 
 

@@ -2,7 +2,9 @@
 
 A :class:`Flow` is an Arrow table with ``_seq`` (index of the input record it came from, so a bad
 record can be traced to its topic, partition and offset, and so outputs of several branches merge
-back in input order), ``timestamp``, the window columns for windowed keys, ``key`` and ``value``.
+back in input order), ``timestamp``, the window columns for windowed keys, ``key`` and ``value``;
+once records of one input record fork, ``_walk`` orders them among themselves
+(:mod:`streams._internal.processing.walk`), and operators that rebuild a flow carry it.
 Python callables see plain Python keys and values; the lists are converted once and carried along
 while consecutive Python operators run, so a fused chain pays the conversion once.
 """
@@ -23,6 +25,9 @@ from sinks.serde import json_default
 from topology.records import HEADERS, KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START, Windowed, headers_array
 
 SEQ = "_seq"
+WALK = "_walk"
+"""Where a record stands in the depth-first walk of its input record (see
+:mod:`streams._internal.processing.walk`); absent until records of one input record fork."""
 
 
 def flow_schema(key_type: pa.DataType, value_type: pa.DataType, windowed: bool) -> pa.Schema:
@@ -100,7 +105,8 @@ class Flow:
 
 
 def concat_flows(flows: Sequence[Flow]) -> Flow:
-    """Concatenate, in ``_seq`` order (stable), the outputs of several branches."""
+    """Concatenate, in ``_seq`` order (stable), the outputs of several branches; records of one
+    input record in the order of its walk, where they forked."""
     nonempty = [f for f in flows if len(f)]
     if not nonempty:
         return flows[0] if flows else Flow.empty()  # keep the types, even without records
@@ -109,8 +115,12 @@ def concat_flows(flows: Sequence[Flow]) -> Flow:
         return flows[0]
     windowed = flows[0].windowed
     table = pa.concat_tables([f.table for f in flows], promote_options="permissive")
-    order = np.argsort(table.column(SEQ).to_numpy(), kind="stable")
-    return Flow(table.take(pa.array(order)), windowed)
+    if WALK in table.column_names:
+        keys = pa.table([table.column(SEQ), table.column(WALK).fill_null(b"")], names=["s", "w"])
+        order = pc.sort_indices(keys, sort_keys=[("s", "ascending"), ("w", "ascending")])  # stable
+    else:
+        order = pa.array(np.argsort(table.column(SEQ).to_numpy(), kind="stable"))
+    return Flow(table.take(order), windowed)
 
 
 def headers_by_seqs(by_seq: pa.Array, seqs: np.ndarray) -> pa.Array:

@@ -49,7 +49,10 @@ class BuildContext:
     """The wall-clock time the task starts at (None: the machine's clock; the test driver's own)."""
     ranks: dict[str, int] = field(default_factory=dict)
     """Each node's place in the depth-first walk of a record through the sub-topology (Kafka's
-    processing order within one record), filled in when the task is planned."""
+    processing order within one record), filled in when the task is planned
+    (:mod:`streams._internal.processing.walk`)."""
+    edges: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Each edge's ``(parent, child)`` place in that walk."""
     shared: dict[str, Any] = field(default_factory=dict)
     """Objects several operators of the task work through together (a stream-stream join's
     two sides), by kind."""
@@ -61,6 +64,7 @@ class ProcessContext:
 
     bad: BadRecords
     outputs: dict[str, list[Flow]] = field(default_factory=dict)
+    output_ranks: dict[str, list[int]] = field(default_factory=dict)
     late: list[Flow] = field(default_factory=list)
     dropped_records: int = 0
     stream_times: Any = None
@@ -73,14 +77,21 @@ class ProcessContext:
     topic carries headers); computed only when asked."""
     idle_stream_time: int | None = None
     """After an idle advance: the largest stream time an operator advanced to."""
+    walks: bool = False
+    """Records of one input record are ordered by their walk: the task reads a table by key,
+    has branches meeting again, or several sinks of one topic, where that order shows
+    (:mod:`streams._internal.processing.walk`). Otherwise no record gets a ``_walk``."""
 
     def advanced_to(self, stream_time: int) -> None:
         """An operator's stream time moved to ``stream_time`` by an idle advance."""
         self.idle_stream_time = max(stream_time, self.idle_stream_time or stream_time)
 
-    def emit(self, topic: str, flow: Flow) -> None:
-        """Records for ``topic`` (logical name), in the order the task produced them."""
+    def emit(self, topic: str, flow: Flow, rank: int = 0) -> None:
+        """Records for ``topic`` (logical name), in the order the task produced them, by the
+        operator ``rank`` (its place in the walk: records of one input record that several
+        sinks write to one topic go out in the walk's order)."""
         self.outputs.setdefault(topic, []).append(flow)
+        self.output_ranks.setdefault(topic, []).append(rank)
 
     def emit_late(self, flow: Flow) -> None:
         """Records too late for every window they belong to (for the late-records topic)."""

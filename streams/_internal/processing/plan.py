@@ -12,6 +12,7 @@ from conf.errors import TopologyError
 from streams._internal.processing import aggregate, batch_processors, cogroup, routing, sessions, sliding, stateless, stream_joins, suppress, table, table_grouping, table_joins, user_processors  # noqa: F401 - register operators
 from streams._internal.processing.input import TaskInput
 from streams._internal.processing.operator import BuildContext, Operator
+from streams._internal.processing.walk import walk_ranks
 from topology.graph import SubTopology, Topology
 from topology.nodes import SourceNode
 
@@ -33,20 +34,6 @@ def _upstream(topology: Topology, node: str) -> set[str]:
     return seen
 
 
-def _walk_order(topology: Topology, nodes: tuple[str, ...]) -> dict[str, int]:
-    """Depth-first preorder from the sources, children in the order they were added: the order
-    in which Kafka hands one record to the sub-topology's processors."""
-    members, order = set(nodes), {}
-    stack = [n for n in reversed(nodes) if isinstance(topology.nodes[n], SourceNode)]
-    while stack:
-        name = stack.pop()
-        if name in order:
-            continue
-        order[name] = len(order)
-        stack.extend(c for c in reversed(topology.children[name]) if c in members and c not in order)
-    return order
-
-
 def plan_task(topology: Topology, sub: SubTopology, build: BuildContext, *, entry: str | None = None) -> TaskPlan:
     """The task's plan. With ``entry``, the inputs are that node's output (an engine ran it and
     everything before it) and the operators start after it."""
@@ -58,7 +45,10 @@ def plan_task(topology: Topology, sub: SubTopology, build: BuildContext, *, entr
     else:
         inputs = (TaskInput(entry, sub.source_topics),)
         done = _upstream(topology, entry)
-    build.ranks.update(_walk_order(topology, nodes))
+    sources = [n for n in nodes if isinstance(topology.nodes[n], SourceNode)]
+    ranks, edges = walk_ranks(topology.children, sources, set(nodes))
+    build.ranks.update(ranks)
+    build.edges.update(edges)
     operators = []
     for name in nodes:
         if name in done:

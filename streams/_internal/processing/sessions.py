@@ -25,6 +25,7 @@ from streams._internal.processing.aggregate import INPUT, aggregatable, fold_fun
 from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array, own_headers
 from streams._internal.processing.idle import advance_windows_store, remember_key_type, remembered_key_type
 from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
+from streams._internal.processing.walk import carry_walk
 from streams._internal.processing.windowing import InputStreamTimes, last_emitted_close, remember_emitted_close
 from topology.nodes import AggregationKind, SessionAggregateNode
 from topology.records import HEADERS, KEY, Windowed
@@ -156,7 +157,7 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
             headers = own_headers([()] * len(table), context.input_headers() if context.input_headers is not None else None)
             if headers is not None:
                 table = table.append_column(HEADERS, headers)
-        return Flow(table, True, None, out.values)
+        return Flow(carry_walk(table, source.table), True, None, out.values)
 
     # -- idle close (streams._internal.processing.idle) -----------------------------------------
 

@@ -31,6 +31,7 @@ from streams._internal.processing.aggregate import INPUT, aggregatable, fold_fun
 from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array
 from streams._internal.processing.idle import advance_windows_store, remember_key_type, remembered_key_type
 from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
+from streams._internal.processing.walk import carry_walk
 from streams._internal.processing.windowing import InputStreamTimes, last_emitted_close, remember_emitted_close
 from topology.nodes import AggregationKind, SlidingAggregateNode
 from topology.records import KEY
@@ -229,7 +230,7 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
              pa.array([o[1] + self.d for o in out], pa.int64()), keys, values],
             schema=flow_schema(source.key_type, values.type, True),
         )
-        return Flow(table, True)
+        return Flow(carry_walk(table, source.table), True)
 
     # -- idle close (streams._internal.processing.idle) -----------------------------------------
 

@@ -17,7 +17,8 @@ import pyarrow as pa
 from pyarrow import acero
 
 from streams._internal.processing.flow import SEQ, BadRecords, Flow, carry_headers, flow_schema, infer_array
-from streams._internal.processing.operator import Operator, ProcessContext
+from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from streams._internal.processing.walk import carry_walk
 from topology.functions import UserFunction
 from topology.nodes import (
     FilterNode,
@@ -148,6 +149,10 @@ class ToStreamOperator(Operator, node=ToStreamNode):
 class SinkOperator(Operator, node=SinkNode):
     node: SinkNode
 
+    def __init__(self, node: SinkNode, parents: tuple[str, ...], build: BuildContext) -> None:
+        super().__init__(node, parents, build)
+        self.rank = build.ranks.get(node.name, 0)
+
     @property
     def emits(self) -> tuple[str, ...]:
         return self.node.topics
@@ -155,7 +160,7 @@ class SinkOperator(Operator, node=SinkNode):
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         # Emitted even when empty: the typed empty table tells the runtime the topic's schema.
         if self.node.extractor is None:
-            context.emit(self.node.topic, flow)
+            context.emit(self.node.topic, flow, self.rank)
             return flow
         names, ok = _call_each(self.name, self.node.extractor, flow, context.bad)
         declared = self.node.extracted_topics
@@ -167,7 +172,7 @@ class SinkOperator(Operator, node=SinkNode):
                 )
         chosen = np.array([n if k else "" for n, k in zip(names, ok, strict=True)], dtype=object)
         for topic in declared:
-            context.emit(topic, flow.filter(chosen == topic))
+            context.emit(topic, flow.filter(chosen == topic), self.rank)
         return flow
 
 
@@ -222,7 +227,7 @@ def _rebuild(node: str, flow: Flow, rows: np.ndarray, new_keys: list[Any], new_v
     if windowed:
         columns += [pa.array(starts, pa.int64()), pa.array(ends, pa.int64())]
     table = pa.table(columns + [keys, values_array], schema=flow_schema(keys.type, values_array.type, windowed))
-    out = Flow(carry_headers(table, child.table), windowed, None, values_py)
+    out = Flow(carry_walk(carry_headers(table, child.table), child.table), windowed, None, values_py)
     return out if ok.all() else out.filter(ok)
 
 
@@ -230,7 +235,8 @@ def _rekeyed(flow: Flow, keys: pa.ChunkedArray, values: pa.ChunkedArray | None =
     """The flow with new keys (and values): window columns no longer apply."""
     value_column = flow.table.column(VALUE) if values is None else values
     columns = [flow.table.column(SEQ), flow.table.column(TIMESTAMP), keys, value_column]
-    return Flow(carry_headers(pa.table(columns, schema=flow_schema(keys.type, value_column.type, False)), flow.table), False)
+    table = pa.table(columns, schema=flow_schema(keys.type, value_column.type, False))
+    return Flow(carry_walk(carry_headers(table, flow.table), flow.table), False)
 
 
 class SelectKeyOperator(Operator, node=SelectKeyNode):

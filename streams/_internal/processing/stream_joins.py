@@ -28,9 +28,10 @@ import pyarrow as pa
 from sinks.serde import key_bytes
 from state.join_stores import LEFT, NO_TIME, RIGHT, JoinWindowStore, OuterJoinStore
 from conf.errors import ProcessingError
-from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
+from streams._internal.processing.flow import SEQ, WALK, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _typed
+from streams._internal.processing.walk import walk_column, walks
 from topology.nodes import JoinKind, JoinWindowsSpec, StreamJoinWindowNode, StreamStreamJoinNode
 from topology.records import KEY, TIMESTAMP, VALUE
 
@@ -42,12 +43,16 @@ class _SideResults:
 
     def __init__(self) -> None:
         self.seqs: list[int] = []
+        self.walks: list[bytes] = []
         self.keys: list[Any] = []
         self.values: list[Any] = []
         self.stamps: list[int] = []
+        self.walk = b""
+        """The walk of the record being processed (:mod:`streams._internal.processing.walk`)."""
 
     def forward(self, seq: int, key: Any, value: Any, timestamp: int) -> None:
         self.seqs.append(seq)
+        self.walks.append(self.walk)
         self.keys.append(key)
         self.values.append(value)
         self.stamps.append(timestamp)
@@ -107,14 +112,17 @@ class StreamStreamJoin:
         # windowed nodes are the source's first and second children.
         order = np.lexsort((-sides, seqs))
         columns = {}
+        paths = {}
         for side, flow in flows.items():
             columns[side] = (flow.keys(), flow.values(), flow.timestamps, flow.seqs, key_bytes(flow.table.column(KEY)))
+            paths[side] = walks(flow)
         batch_keys = {k for side in columns for k in columns[side][4] if k is not None}
         for store in self.stores.values():
             store.preload(batch_keys)
         for i in order:
             side, position = int(sides[i]), int(positions[i])
             keys, values, stamps, record_seqs, raw_keys = columns[side]
+            self._results[side].walk = paths[side][position] if paths[side] is not None else b""
             self._process(side, keys[position], values[position], int(stamps[position]), int(record_seqs[position]), raw_keys[position], context)
 
         for store in self.stores.values():
@@ -276,7 +284,8 @@ class StreamStreamJoinOperator(Operator, node=StreamStreamJoinNode):
             },
             schema=flow_schema(keys.type, pa.null(), False),
         )
-        shaped = Flow(table, False, results.keys, results.values)
+        forked = walk_column(results.walks)
+        shaped = Flow(table if forked is None else table.append_column(WALK, forked), False, results.keys, results.values)
         values, fits = _typed(self.name, results.values, None, shaped, context.bad, "value")
         out = shaped.replace(values=values)
         out._keys, out._values = results.keys, results.values

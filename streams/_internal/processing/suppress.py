@@ -24,8 +24,9 @@ import pyarrow as pa
 from conf.errors import ProcessingError
 from sinks.serde import key_bytes
 from state import TimeKeyedStore
-from streams._internal.processing.flow import Flow, concat_flows, flow_schema, infer_array, own_headers, record_headers
+from streams._internal.processing.flow import WALK, Flow, concat_flows, flow_schema, infer_array, own_headers, record_headers
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from streams._internal.processing.walk import walk_column, walks
 from topology.nodes import SuppressNode
 from topology.records import HEADERS, KEY, VALUE, WINDOW_END, WINDOW_START, headers_of
 
@@ -92,7 +93,8 @@ class _FinalResults:
         starts, ends = table.column(WINDOW_START).to_pylist(), table.column(WINDOW_END).to_pylist()
         keys, values = table.column(KEY).to_pylist(), table.column(VALUE).to_pylist()
         headers = _revision_headers(revisions, input_headers)
-        out: list[tuple[int, tuple]] = []
+        paths = walks(revisions) or [b""] * len(revisions)
+        out: list[tuple[int, tuple, bytes]] = []
         for i, (kb, start, end, key, value) in enumerate(zip(kbytes, starts, ends, keys, values, strict=True)):
             ts = int(stamps[i])
             stream_time = max(stream_time, ts)
@@ -111,7 +113,7 @@ class _FinalResults:
                 held.pop(gone, None)
                 entry_ = _load(due.pop(gone))
                 if entry_[1] is not None:  # Kafka's final results drop buffered deletes
-                    out.append((int(seqs[i]), entry_))
+                    out.append((int(seqs[i]), entry_, paths[i]))
             if self.bounded:  # checked after every record, once the windows it closed have gone out
                 self._check_capacity(len(held), sum(held.values()))
         buffer.forget_up_to(last_horizon)
@@ -132,7 +134,7 @@ class _FinalResults:
         goes out, in buffer order, deletes dropped."""
         self.buffer.stream_time += by_ms
         out = [
-            (0, entry)
+            (0, entry, b"")
             for _, _, raw in self.buffer.take_up_to(self.buffer.stream_time - self.node.grace_ms)
             if (entry := _load(raw))[1] is not None
         ]
@@ -169,8 +171,9 @@ class _TimeLimit:
         ends = table.column(WINDOW_END).to_pylist() if windowed else [0] * len(kbytes)
         keys, values, stamps, seqs = table.column(KEY).to_pylist(), table.column(VALUE).to_pylist(), updates.timestamps, updates.seqs
         headers = _revision_headers(updates, input_headers)
+        paths = walks(updates) or [b""] * len(updates)
         count, size = self._get(_COUNT_KEY), self._get(_BYTES_KEY)
-        out: list[tuple[int, tuple]] = []
+        out: list[tuple[int, tuple, bytes]] = []
         for i, kb in enumerate(kbytes):
             entry_key = _window_key(self.node, kb, starts[i], ends[i]) if windowed else kb
             stamp = int(stamps[i])
@@ -187,7 +190,7 @@ class _TimeLimit:
                 size -= len(self.buffer.get(buffered_at, entry_key) or b"")
             self.buffer.put(buffered_at, entry_key, entry)
             size += len(entry)
-            count, size = self._take_due(int(seqs[i]), count, size, out)
+            count, size = self._take_due(int(seqs[i]), paths[i], count, size, out)
             while self._over(count, size):
                 if self.node.shut_down_when_full:
                     raise ProcessingError(
@@ -199,25 +202,25 @@ class _TimeLimit:
                 self.buffer.delete(oldest_time, oldest_key)
                 self.store.delete(_INDEX + oldest_key)
                 count, size = count - 1, size - len(raw)
-                out.append((int(seqs[i]), _load(raw)))
+                out.append((int(seqs[i]), _load(raw), paths[i]))
         self.store.put(_COUNT_KEY, _LONG.pack(count))
         self.store.put(_BYTES_KEY, _LONG.pack(size))
         return _emitted(out, updates, input_headers)
 
-    def _take_due(self, seq: int, count: int, size: int, out: list[tuple[int, tuple]]) -> tuple[int, int]:
-        """Entries at least ``limit`` behind stream time go out, oldest first (to ``out``);
-        returns the buffer's count and size after."""
+    def _take_due(self, seq: int, walk: bytes, count: int, size: int, out: list[tuple[int, tuple, bytes]]) -> tuple[int, int]:
+        """Entries at least ``limit`` behind stream time go out, oldest first (to ``out``, as
+        forwarded for the record ``seq`` at ``walk``); returns the buffer's count and size after."""
         for _, due_key, raw in self.buffer.take_up_to(self.buffer.stream_time - self.node.time_limit_ms):
             count, size = count - 1, size - len(raw)
             self.store.delete(_INDEX + due_key)
-            out.append((seq, _load(raw)))
+            out.append((seq, _load(raw), walk))
         return count, size
 
     def advance_idle(self, by_ms: int, template: Flow, input_headers: pa.Array | None) -> Flow:
         """Idle close: stream time ``by_ms`` further; the entries that puts past the limit go out."""
         self.buffer.stream_time += by_ms
-        out: list[tuple[int, tuple]] = []
-        count, size = self._take_due(0, self._get(_COUNT_KEY), self._get(_BYTES_KEY), out)
+        out: list[tuple[int, tuple, bytes]] = []
+        count, size = self._take_due(0, b"", self._get(_COUNT_KEY), self._get(_BYTES_KEY), out)
         self.store.put(_COUNT_KEY, _LONG.pack(count))
         self.store.put(_BYTES_KEY, _LONG.pack(size))
         return _emitted(out, template, input_headers)
@@ -251,15 +254,19 @@ def _load(raw: bytes) -> tuple:
     return entry if len(entry) == 6 else (*entry, ())
 
 
-def _emitted(out: list[tuple[int, tuple]], template: Flow, input_headers: pa.Array | None) -> Flow:
+def _emitted(out: list[tuple[int, tuple, bytes]], template: Flow, input_headers: pa.Array | None) -> Flow:
+    """The records that went out: ``(seq, entry, walk)`` of the record each went out for."""
     windowed = template.windowed
     if not out:
         return Flow.empty(template.key_type, template.value_type, windowed=windowed)
-    keys, _ = infer_array([e[0] for _, e in out], template.key_type)
-    values, _ = infer_array([e[1] for _, e in out], template.value_type)
-    columns = [pa.array([seq for seq, _ in out], pa.int64()), pa.array([e[2] for _, e in out], pa.int64())]
+    keys, _ = infer_array([e[0] for _, e, _ in out], template.key_type)
+    values, _ = infer_array([e[1] for _, e, _ in out], template.value_type)
+    columns = [pa.array([seq for seq, _, _ in out], pa.int64()), pa.array([e[2] for _, e, _ in out], pa.int64())]
     if windowed:
-        columns += [pa.array([e[3] for _, e in out], pa.int64()), pa.array([e[4] for _, e in out], pa.int64())]
+        columns += [pa.array([e[3] for _, e, _ in out], pa.int64()), pa.array([e[4] for _, e, _ in out], pa.int64())]
     table = pa.table(columns + [keys, values], schema=flow_schema(keys.type, values.type, windowed))
-    headers = own_headers([e[5] for _, e in out], input_headers)
-    return Flow(table if headers is None else table.append_column(HEADERS, headers), windowed)
+    headers = own_headers([e[5] for _, e, _ in out], input_headers)
+    if headers is not None:
+        table = table.append_column(HEADERS, headers)
+    paths = walk_column([walk for _, _, walk in out])
+    return Flow(table if paths is None else table.append_column(WALK, paths), windowed)

@@ -6,9 +6,11 @@ timestamp))`` under the key's serialized bytes.
 
 The core runs a batch operator by operator, so by the time a join runs, its table's source has
 applied the whole batch. Kafka processes record by record: a record sees the table as it stood
-when that record came up in the task's input order (``_seq``). The source therefore logs the
-batch's changes (:class:`BatchChanges`), and reads by key (:class:`TableGetter`) see the table
-*as of* the reading record's ``_seq``: the last change before it, else the value from before the
+when that record came up in the task's input order (``_seq``), at its step of the record's
+depth-first walk (after the steps of records forwarded before it for the same input record). The
+source therefore logs the batch's changes by turn (:class:`BatchChanges`,
+:mod:`streams._internal.processing.walk`), and reads by key (:class:`TableGetter`) see the table
+*as of* the reading step's turn: the last change before it, else the value from before the
 batch. A table derived by ``filter``/``map_values`` is read through the same functions applied to
 the looked-up values (Kafka's value getters), so no derived table needs a store.
 """
@@ -31,6 +33,7 @@ from sinks.serde import key_bytes
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _call_each, _evaluate, _typed
+from streams._internal.processing.walk import AT_START, Turn, turns
 from topology.nodes import (
     AggregateNode,
     AggregationKind,
@@ -50,49 +53,40 @@ from topology.records import KEY, TIMESTAMP, VALUE
 class _KeyChanges:
     before: bytes | None
     """The stored value when the batch started."""
-    seqs: list[int] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
     values: list[bytes | None] = field(default_factory=list)
 
 
 @dataclass
 class BatchChanges:
-    """The changes a table source applied in the current batch, by key, in ``_seq`` order."""
+    """The changes a table source applied in the current batch, by key, in turn order."""
 
     by_key: dict[bytes, _KeyChanges] = field(default_factory=dict)
 
     def clear(self) -> None:
         self.by_key.clear()
 
-    def record(self, key: bytes, before: bytes | None, seq: int, value: bytes | None) -> None:
+    def record(self, key: bytes, before: bytes | None, at: Turn, value: bytes | None) -> None:
+        """``key`` changed to ``value`` at turn ``at`` (:func:`~streams._internal.processing.walk.turn`)."""
         changes = self.by_key.get(key)
         if changes is None:
             changes = self.by_key[key] = _KeyChanges(before)
-        changes.seqs.append(seq)
+        if changes.turns and at < changes.turns[-1]:  # (records a cache flushed, out of input order)
+            i = bisect.bisect_right(changes.turns, at)
+            changes.turns.insert(i, at)
+            changes.values.insert(i, value)
+            return
+        changes.turns.append(at)
         changes.values.append(value)
 
-    def as_of(self, key: bytes, seq: int) -> tuple[bool, bytes | None]:
+    def as_of(self, key: bytes, at: Turn) -> tuple[bool, bytes | None]:
         """``(changed, value)``: whether ``key`` changed in this batch, and its raw value just
-        before turn ``seq`` (:func:`turn`) if so (``AT_END``: after the batch; ``AT_START``:
-        before it)."""
+        before turn ``at`` if so (``AT_END``: after the batch; ``AT_START``: before it)."""
         changes = self.by_key.get(key)
         if changes is None:
             return False, None
-        i = bisect.bisect_left(changes.seqs, seq)
+        i = bisect.bisect_left(changes.turns, at)
         return True, (changes.values[i - 1] if i else changes.before)
-
-
-AT_START, AT_END = -1, 2**62
-"""Turns before and after every record of a batch."""
-
-_RANK_BITS = 16
-
-
-def turn(seq: int, rank: int = 0) -> int:
-    """When an operator (``rank``: its place in the sub-topology's depth-first order) handles
-    record ``seq``. Kafka walks each record depth-first through the sub-topology, so of two
-    operators handling the same record, the one earlier in the walk has already changed its
-    table when the later one reads it (an aggregation and a join of its table, say)."""
-    return (seq << _RANK_BITS) | rank
 
 
 def encode_row(value: Any, timestamp: int) -> bytes:
@@ -146,7 +140,7 @@ class TableSourceOperator(Operator, node=TableSourceNode):
         raw_keys = key_bytes(flow.table.column(KEY))
         distinct = list(dict.fromkeys(raw_keys))
         before = dict(zip(distinct, self.store.get_many(distinct), strict=True))  # one read for the batch
-        values, stamps, seqs = flow.values(), flow.timestamps, flow.seqs
+        values, stamps, at = flow.values(), flow.timestamps, turns(flow, self.rank)
         last: dict[bytes, int] = {}
         for i, (kb, value) in enumerate(zip(raw_keys, values, strict=True)):
             encoded = None if value is None else encode_row(value, stamps[i])
@@ -154,7 +148,7 @@ class TableSourceOperator(Operator, node=TableSourceNode):
                 self.store.delete(kb)
             else:
                 self.store.put(kb, encoded)
-            self.changes.record(kb, before[kb], turn(int(seqs[i]), self.rank), encoded)
+            self.changes.record(kb, before[kb], at[i], encoded)
             last.pop(kb, None)
             last[kb] = i
         if not self.caching:
@@ -274,11 +268,15 @@ class Lookup:
         return [item for item, keep in zip(items, self.kept, strict=True) if keep]
 
 
+_ROW = "_row"
+"""A looked-up row's position among the reading records, while a chain runs over them."""
+
+
 class TableGetter:
-    """Reads a table by key as of a record's ``_seq``: the root's store and batch changes (a
-    table source, or an aggregation), or a table-table join's two tables (``root``), then the
-    chain of filters and value mappers between the root and the table read. ``decode`` reads
-    the root's stored rows."""
+    """Reads a table by key as of a reading step's turn (operator ``rank`` reading each record
+    of a flow): the root's store and batch changes (a table source, or an aggregation), or a
+    table-table join's two tables (``root``), then the chain of filters and value mappers
+    between the root and the table read. ``decode`` reads the root's stored rows."""
 
     def __init__(
         self, store, changes: BatchChanges, chain: Sequence[TableFilterOperator | TableMapValuesOperator], decode=None, rank: int = 0, root: JoinGetter | None = None
@@ -290,16 +288,18 @@ class TableGetter:
         self.rank = rank
         self.root = root
 
-    def lookup(self, stream: Flow, raw_keys: list[bytes], context: ProcessContext, at: int | None = None) -> Lookup:
+    def lookup(self, stream: Flow, raw_keys: list[bytes], context: ProcessContext, at: Turn | None = None, *, trim: int = 0) -> Lookup:
         """Per record of ``stream``, the table's row for its key: as of the record's turn, or as
-        of ``at`` (:data:`AT_START`, :data:`AT_END`) for every record."""
+        of ``at`` (:data:`AT_START`, :data:`AT_END`) for every record. ``trim``: the records
+        went through that many meeting points (table-table joins) since the step read as of."""
         if self.root is not None:
-            joined = self.root.lookup(stream, raw_keys, context, at)
+            joined = self.root.lookup(stream, raw_keys, context, at, trim=trim)
             return self._through_chain(stream, joined.values, joined.stamps, joined.kept, context)
         rows: list[tuple[Any, int] | None] = [None] * len(raw_keys)
         unchanged = []
-        for i, (kb, seq) in enumerate(zip(raw_keys, stream.seqs, strict=True)):
-            changed, raw = self.changes.as_of(kb, turn(int(seq), self.rank) if at is None else at)
+        reading = turns(stream, self.rank, trim=trim) if at is None else [at] * len(raw_keys)
+        for i, (kb, when) in enumerate(zip(raw_keys, reading, strict=True)):
+            changed, raw = self.changes.as_of(kb, when)
             if changed:
                 rows[i] = self.decode(raw)
             else:
@@ -313,24 +313,29 @@ class TableGetter:
     def _through_chain(self, stream: Flow, values: list[Any], stamps: list[int | None], kept: np.ndarray, context: ProcessContext) -> Lookup:
         if not self.chain:
             return Lookup(values, stamps, kept)
-        # Run the chain over the looked-up rows: same _seq (errors point at the looking-up record).
+        # Run the chain over the looked-up rows: same _seq (errors point at the looking-up record),
+        # and each row's position, which tells the rows the chain rejected (records forwarded for
+        # one input record share its _seq).
         looked_up, _ = infer_array(values, None)
         table = Flow(
             pa.table(
                 [stream.table.column(SEQ), stream.table.column(TIMESTAMP), stream.table.column(KEY), looked_up],
                 schema=flow_schema(stream.key_type, looked_up.type, False),
-            ),
+            ).append_column(_ROW, pa.array(np.arange(len(stream), dtype=np.int64))),
             False,
             stream.keys(),
             values,
         )
         for operator in self.chain:
             table = operator.transform(table, context)
-        if len(table) != len(stream):
-            kept = kept & np.isin(stream.seqs, table.seqs)
+        rows = table.table.column(_ROW).to_numpy()
+        survived = np.zeros(len(stream), dtype=bool)
+        survived[rows] = True
+        kept = kept & survived
         values = [None] * len(stream)
-        for i, value in zip(np.flatnonzero(kept), table.values(), strict=True):
-            values[i] = value
+        for i, value in zip(rows, table.values(), strict=True):
+            if kept[i]:
+                values[i] = value
         return Lookup(values, [t if v is not None else None for t, v in zip(stamps, values, strict=True)], kept)
 
 
@@ -343,9 +348,11 @@ class JoinGetter:
     def __init__(self, node: TableTableJoinNode, left: TableGetter, right: TableGetter) -> None:
         self.node, self.left, self.right = node, left, right
 
-    def lookup(self, stream: Flow, raw_keys: list[bytes], context: ProcessContext, at: int | None = None) -> Lookup:
-        left = self.left.lookup(stream, raw_keys, context, at)
-        right = self.right.lookup(stream, raw_keys, context, at)
+    def lookup(self, stream: Flow, raw_keys: list[bytes], context: ProcessContext, at: Turn | None = None, *, trim: int = 0) -> Lookup:
+        # Each record came through the join's meeting point (an entry of its walk) since the
+        # update of a joined table the reading step reads as of.
+        left = self.left.lookup(stream, raw_keys, context, at, trim=trim + 1)
+        right = self.right.lookup(stream, raw_keys, context, at, trim=trim + 1)
         kept = left.kept & right.kept
         kind, joiner = self.node.kind, self.node.joiner
         values: list[Any] = [None] * len(raw_keys)

@@ -17,7 +17,8 @@ from sinks.serde import key_bytes
 from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _typed
-from streams._internal.processing.table import AT_START, TableView, decode_row, encode_row, table_chain, table_getter, turn
+from streams._internal.processing.table import TableView, decode_row, encode_row, table_chain, table_getter
+from streams._internal.processing.walk import AT_START, carry_walk, turns
 from topology.nodes import AggregationKind, TableAggregateNode, TableSelectNode
 from topology.records import KEY, TIMESTAMP, VALUE
 
@@ -91,7 +92,9 @@ def _changes_flow(flow: Flow, rows: list[int], keys: list[Any], news: list[Any],
         [taken.table.column(SEQ), taken.table.column(TIMESTAMP), key_array, values],
         schema=flow_schema(key_array.type, values.type, False),
     )
-    return Flow(table, False, keys, [{NEW: n, OLD: o} for n, o in zip(news, olds, strict=True)])
+    # Updates keep their walks, as every operator's output does: the task then numbers the
+    # subtraction and the addition of each as a fork of its own update.
+    return Flow(carry_walk(table, taken.table), False, keys, [{NEW: n, OLD: o} for n, o in zip(news, olds, strict=True)])
 
 
 class TableAggregateOperator(Operator, node=TableAggregateNode):
@@ -135,6 +138,7 @@ class TableAggregateOperator(Operator, node=TableAggregateNode):
         if changes is not None:
             changes.clear()
         keys, pairs, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
+        at = turns(flow, self.rank) if changes is not None else None
         raw_keys = key_bytes(flow.table.column(KEY)) if len(flow) else []
         distinct = list(dict.fromkeys(raw_keys))
         before = dict(zip(distinct, self.store.get_many(distinct), strict=True))  # one read for the batch
@@ -158,7 +162,7 @@ class TableAggregateOperator(Operator, node=TableAggregateNode):
                 self.store.put(kb, encoded)
                 current[kb] = (result, ts)
             if changes is not None:
-                changes.record(kb, before[kb], turn(int(seqs[i]), self.rank), encoded)
+                changes.record(kb, before[kb], at[i], encoded)
             last.pop(kb, None)
             last[kb] = len(rows)
             rows.append(i), values.append(result), times.append(ts)

@@ -18,7 +18,8 @@ from sinks.serde import json_bytes, key_bytes
 from streams._internal.processing.flow import Flow
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.stateless import _typed
-from streams._internal.processing.table import AT_END, AT_START, decode_row, table_chain, table_getter
+from streams._internal.processing.table import decode_row, table_chain, table_getter
+from streams._internal.processing.walk import AT_END, AT_START
 from topology.functions import UserFunction
 from topology.nodes import JoinKind, StreamGlobalTableJoinNode, StreamTableJoinNode, TableMergeNode, TableTableJoinNode
 from topology.records import KEY, TIMESTAMP, VALUE

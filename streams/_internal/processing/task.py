@@ -23,6 +23,7 @@ from streams._internal.processing.idle import next_close_ms
 from streams._internal.processing.input import SeenInputs
 from streams._internal.processing.operator import BuildContext, ProcessContext
 from streams._internal.processing.plan import plan_task
+from streams._internal.processing.walk import enter, number_forks, turns
 from topology.graph import SubTopology, Topology
 from topology.nodes import SourceNode
 from topology.records import HEADERS, KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
@@ -107,6 +108,12 @@ class TaskProcessor:
         }
         self.inputs = plan.inputs
         self.operators = plan.operators
+        # Records of one input record are ordered by their walk where the order can show: a
+        # table read by key (where in the walk it is read), branches meeting again, several sinks
+        # of one topic. Elsewhere the flow's order is the walk's and nothing needs keeping.
+        sinks = [t for operator in self.operators for t in operator.emits]
+        self.walks = bool(build.table_changes) or any(len(o.parents) > 1 for o in self.operators) or len(sinks) > len(set(sinks))
+        self.ranks, self.edges = build.ranks, build.edges
 
     def store(self, name: str) -> ReadOnlyKeyValueStore | ReadOnlyWindowStore:
         """A read-only view of the aggregation store ``name``."""
@@ -137,6 +144,7 @@ class TaskProcessor:
         context.stream_times = functools.partial(seen.stream_times, self.subtopology.global_topics)
         context.wall_clock_ms = wall_clock_ms
         context.input_headers = functools.cache(seen.headers_by_seq)
+        context.walks = self.walks
         if seen.total or idle_advance_ms is None:
             idle_advance_ms = None
         else:
@@ -144,23 +152,42 @@ class TaskProcessor:
             if due is None or idle_advance_ms < due:
                 return TaskResult(next_close_ms=due)  # an advance that closes nothing is not made
         for operator in self.operators:
-            incoming = concat_flows([flows[p] for p in operator.parents])
+            incoming = concat_flows(self._incoming(operator.name, operator.parents, flows))
             if idle_advance_ms is None:
-                flows[operator.name] = operator.process(incoming, context)
+                out = operator.process(incoming, context)
             else:
-                flows[operator.name] = operator.advance_idle(incoming, idle_advance_ms, context)
+                out = operator.advance_idle(incoming, idle_advance_ms, context)
+            flows[operator.name] = number_forks(out, self.ranks.get(operator.name, 0)) if self.walks else out
 
         result = TaskResult(dropped_records=context.dropped_records, processed=seen.total)
         result.idle_advanced, result.idle_stream_time = idle_advance_ms is not None, context.idle_stream_time
         if self.idle_close:
             result.next_close_ms = next_close_ms(self.operators)
         for topic, parts in context.outputs.items():
-            result.outputs[topic] = _output(concat_flows(parts), context.input_headers())
+            result.outputs[topic] = _output(self._in_walk_order(parts, context.output_ranks[topic]), context.input_headers())
         if context.late and self.late_records_topic:
             result.outputs[self.late_records_topic] = _output(concat_flows(context.late), context.input_headers())
         result.dead_letters = self._dead_letters(context.bad, seen)
         result.changelogs = {name: store.changelog() for name, store in self.stores.items()}
         return result
+
+    def _in_walk_order(self, parts: list[Flow], ranks: list[int]) -> Flow:
+        """The records several sinks wrote to one topic, in the order of their turns (within an
+        input record, as Kafka's walk reaches the sinks)."""
+        if not self.walks or sum(1 for p in parts if len(p)) < 2:
+            return concat_flows(parts)
+        parts, ranks = zip(*[(p, r) for p, r in zip(parts, ranks, strict=True) if len(p)], strict=True)
+        at = [t for part, rank in zip(parts, ranks, strict=True) for t in turns(part, rank)]
+        table = pa.concat_tables([p.table for p in parts], promote_options="permissive")
+        order = sorted(range(len(at)), key=at.__getitem__)
+        return Flow(table.take(pa.array(order, pa.int64())), parts[0].windowed)
+
+    def _incoming(self, name: str, parents: tuple[str, ...], flows: Mapping[str, Flow]) -> list[Flow]:
+        """The parents' outputs; into an operator with several parents, each record enters by
+        its parent's edge (branches of one record meeting again stay in the walk's order)."""
+        if not self.walks or len(parents) < 2:
+            return [flows[p] for p in parents]
+        return [enter(flows[p], self.edges.get((p, name), self.ranks.get(name, 1) - 1)) for p in parents]
 
     def _dead_letters(self, bad: BadRecords, seen: SeenInputs) -> pa.Table:
         if not len(bad):

@@ -3,7 +3,9 @@
 The operator makes the processor with its supplier and calls ``init`` before the first record it
 sees (once per task in the test driver, once per micro-batch on Spark, where a task's operators
 live for a batch). Records forwarded while a record is processed, or by a punctuation that fires
-after it, carry that record's ``_seq``, so they keep the task's order downstream.
+after it, carry that record's ``_seq``, so they keep the task's order downstream; those of a
+record its walk too, those of a punctuation a walk after all of the record's
+(:mod:`~streams._internal.processing.walk`).
 
 Punctuation (:mod:`~streams._internal.processing.punctuation`): stream-time schedules are checked
 after every record, wall-clock ones at the end of every batch.
@@ -20,9 +22,10 @@ import pyarrow as pa
 
 from conf.errors import ProcessingError
 from sinks.serde import key_bytes_of
-from streams._internal.processing.flow import Flow, flow_schema, infer_array, record_headers
+from streams._internal.processing.flow import WALK, Flow, flow_schema, infer_array, record_headers
 from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from streams._internal.processing.punctuation import STREAM_TIME, WALL_CLOCK_TIME, Punctuations, Schedule
+from streams._internal.processing.walk import PUNCTUATION, walk_column, walks
 from topology.nodes import ProcessNode
 from topology.processor_api import Record
 from topology.records import HEADERS, headers_array, headers_of
@@ -120,6 +123,7 @@ class ProcessOperator(Operator, node=ProcessNode):
         self.punctuations: Punctuations | None = None
         self._out: _Forwarded | None = None
         self._current: tuple[int, Any] | None = None  # (seq, key) of the record being processed
+        self._walk = b""  # its walk
         self._wall_clock: int | None = build.wall_clock_ms
 
     # -- what the context does --------------------------------------------------------------------
@@ -128,9 +132,10 @@ class ProcessOperator(Operator, node=ProcessNode):
         if self._current is None:
             raise ProcessingError(f"{self.name}: forward() is for process() and punctuations", node=self.name)
         seq, key = self._current
+        walk = self._walk
         if self.node.fixed_key and record.key != key:
             raise ProcessingError(f"{self.name}: process_values() keeps the key; forward records with the key {key!r}, not {record.key!r}", node=self.name)
-        self._out.add(seq, record)
+        self._out.add(seq, walk, record)
 
     # -- the batch --------------------------------------------------------------------------------
 
@@ -151,6 +156,8 @@ class ProcessOperator(Operator, node=ProcessNode):
         punctuations.wall_clock = context.wall_clock_ms
         out = self._out = _Forwarded()
         keys, values, stamps, seqs = flow.keys(), flow.values(), flow.timestamps, flow.seqs
+        paths = walks(flow) or [b""] * len(flow)
+        after = PUNCTUATION if context.walks else b""
         headers = record_headers(flow, context.input_headers() if context.input_headers is not None else None)
         headers = headers_of(headers) if headers is not None else [()] * len(flow)
         # Kafka checks stream-time punctuation once each input record of the task is processed
@@ -161,7 +168,7 @@ class ProcessOperator(Operator, node=ProcessNode):
         def process_up_to(seq: int) -> None:
             nonlocal row, last_key
             while row < len(flow) and (seq < 0 or seqs[row] <= seq):
-                self._current = (int(seqs[row]), keys[row])
+                self._current, self._walk = (int(seqs[row]), keys[row]), paths[row]
                 try:
                     self.processor.process(Record(keys[row], values[row], int(stamps[row]), headers[row]))
                 except Exception as e:  # noqa: BLE001 - a failing processor rejects its record, as other user functions do
@@ -172,7 +179,7 @@ class ProcessOperator(Operator, node=ProcessNode):
                     break
 
         def punctuate(seq: int) -> None:
-            self._current = (seq, last_key)
+            self._current, self._walk = (seq, last_key), after
             for _ in punctuations.fire(STREAM_TIME, punctuations.stream_time):
                 pass
 
@@ -184,7 +191,7 @@ class ProcessOperator(Operator, node=ProcessNode):
         while row < len(flow):  # records from no input of this batch (a punctuation upstream)
             process_up_to(-1)
             punctuate(int(seqs[row - 1]))
-        self._current = (int(seqs[-1]) if len(flow) else len(task_times) - 1, None)
+        self._current, self._walk = (int(seqs[-1]) if len(flow) else len(task_times) - 1, None), after
         for _ in punctuations.fire(WALL_CLOCK_TIME, punctuations.wall_clock_ms()):
             pass
         self._current = None
@@ -200,13 +207,15 @@ class ProcessOperator(Operator, node=ProcessNode):
 class _Forwarded:
     def __init__(self) -> None:
         self.seqs: list[int] = []
+        self.walks: list[bytes] = []
         self.keys: list[Any] = []
         self.values: list[Any] = []
         self.stamps: list[int] = []
         self.headers: list[Any] = []
 
-    def add(self, seq: int, record) -> None:
+    def add(self, seq: int, walk: bytes, record) -> None:
         self.seqs.append(seq)
+        self.walks.append(walk)
         self.keys.append(record.key)
         self.values.append(record.value)
         self.stamps.append(int(record.timestamp))
@@ -221,7 +230,8 @@ class _Forwarded:
             [pa.array(self.seqs, pa.int64()), pa.array(self.stamps, pa.int64()), keys, values],
             schema=flow_schema(keys.type, values.type, False),
         ).append_column(HEADERS, headers_array(self.headers))  # a forwarded record's own headers, even none
-        out = Flow(table, False, self.keys, self.values)
+        paths = walk_column(self.walks)
+        out = Flow(table if paths is None else table.append_column(WALK, paths), False, self.keys, self.values)
         misfits = sorted(set(bad_keys) | set(bad_values))
         if not misfits:
             return out
