@@ -82,8 +82,8 @@ def deltastreams_repartition(run: Run) -> pd.DataFrame:
     topology = build_topology()
     (internal,) = topology.internal_topics
     records = Topic.open(str(run.root), topology.physical_topic(APPLICATION_ID, internal)).read(after_version=0)  # (version 0 creates it)
-    frame = records.column("value").combine_chunks().flatten()
-    frame = pa.Table.from_arrays(frame, names=[f.name for f in records.schema.field("value").type]).to_pandas()
+    values = records.column("value").combine_chunks()
+    frame = pa.Table.from_arrays(values.flatten(), names=[f.name for f in values.type]).to_pandas()
     frame.insert(0, "partition", records.column("partition").to_numpy().astype(np.int64))
     frame.insert(1, "offset", records.column("offset").to_numpy())
     frame.insert(2, "timestamp", records.column("timestamp").to_numpy().astype(np.int64))

@@ -18,6 +18,20 @@ def delta(spark):
     return spark
 
 
+def retention_every(interval_ms: int) -> dict[str, int]:
+    """Settings that make every retention step due every ``interval_ms`` (conf/defaults.toml
+    [retention]), with files counted as many as soon as there are two."""
+    return {
+        "retention.purge_interval_ms": interval_ms,
+        "retention.compaction_interval_ms": interval_ms,
+        "retention.compaction_min_files": 2,
+        "retention.optimize_interval_ms": interval_ms,
+        "retention.optimize_min_files": 2,
+        "retention.file_cleanup_interval_ms": interval_ms,
+        "retention.log_cleanup_interval_ms": interval_ms,
+    }
+
+
 def table_form(topic: Topic) -> pa.Table:
     """What ``Topic.read()`` gives, in the topic's Delta columns (what a Delta reader sees)."""
     records = topic.read()

@@ -12,20 +12,12 @@ from conf import StreamsConfig
 from jobs import clicks, dedup, enrich
 from sinks import Topic
 from streams.app import StreamsApp
-from tests.interop.conftest import assert_reads_like_us
+from tests.interop.conftest import assert_reads_like_us, retention_every
 
 pytestmark = pytest.mark.spark
 
 # Every retention step at every chance (conf/defaults.toml [retention]).
-EAGER_RETENTION = {
-    "retention.purge_interval_ms": 1,
-    "retention.compaction_interval_ms": 1,
-    "retention.compaction_min_files": 2,
-    "retention.optimize_interval_ms": 1,
-    "retention.optimize_min_files": 2,
-    "retention.file_cleanup_interval_ms": 1,
-    "retention.log_cleanup_interval_ms": 1,
-}
+EAGER_RETENTION = retention_every(1)
 
 
 def _enrich(root: str):

@@ -17,19 +17,11 @@ from jobs import pageview
 from jobs.pageview_data import VALUE_TYPE
 from sinks import Topic
 from streams.app import StreamsApp
-from tests.interop.conftest import assert_reads_like_us
+from tests.interop.conftest import assert_reads_like_us, retention_every
 
 pytestmark = pytest.mark.spark
 
-OFTEN = {
-    "retention.purge_interval_ms": 200,
-    "retention.compaction_interval_ms": 200,
-    "retention.compaction_min_files": 2,
-    "retention.optimize_interval_ms": 200,
-    "retention.optimize_min_files": 2,
-    "retention.file_cleanup_interval_ms": 200,
-    "retention.log_cleanup_interval_ms": 200,
-}
+OFTEN = retention_every(200)
 
 
 def _history(spark, topic: Topic) -> list:
