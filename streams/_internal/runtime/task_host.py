@@ -45,6 +45,10 @@ class TaskHostError(DeltaStreamsError):
     """A task failed in its task host; the message carries the original error's type and text."""
 
 
+class HostNotRunning(Exception):
+    """No task host serves this name on this machine (asked not to start one)."""
+
+
 def host_name(state_dir: str, application_id: str, task_id: str) -> str:
     digest = hashlib.sha1(f"{os.path.abspath(state_dir)}\0{application_id}\0{task_id}".encode()).hexdigest()
     return f"deltastreams-task-{digest}"
@@ -133,10 +137,13 @@ def _start_host(name: str, idle_timeout_s: float) -> None:
         _receive(factory)
 
 
-def call(name: str, request: object, *, idle_timeout_s: float) -> object:
-    """Send one request to the task host ``name`` (starting it if needed); returns its reply."""
+def call(name: str, request: object, *, idle_timeout_s: float, start: bool = True) -> object:
+    """Send one request to the task host ``name`` (starting it if needed, unless ``start`` is
+    false: then :class:`HostNotRunning`); returns its reply."""
     sock = _connect(name)
     if sock is None:
+        if not start:  # only a Spark task may start one: hosts serve (and watch) its executor
+            raise HostNotRunning(name)
         _start_host(name, idle_timeout_s)
         sock = _wait_for(name, "task host")
     with sock:

@@ -31,6 +31,11 @@ _DEFAULTS = {
     "spark.python.unix.domain.socket.enabled": "true",
     # PySpark's daemon, without the BrokenPipeError tracebacks every run's end printed.
     "spark.python.daemon.module": "streams._internal.spark.quiet_daemon",
+    # The query's checkpoint is local scratch (a fresh one per instance; progress lives in the
+    # transaction logs). Spark's default manager writes each offset and commit log entry through
+    # Hadoop's FileContext, ~50 ms apiece here (idle machine, even on tmpfs); FileSystem's rename
+    # takes ~12 ms: 75 ms less per trigger.
+    "spark.sql.streaming.checkpointFileManagerClass": "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
 }
 
 
