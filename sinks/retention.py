@@ -38,7 +38,7 @@ from sinks._internal.compaction import compact_rows
 from sinks._internal.delta_log import files_added, snapshot_files, table_location
 from sinks._internal.exclusive import by_partition, commit_actions, remove_actions, rewrite_actions, set_properties
 from sinks._internal.files import PARTITION, DataFile, data_files, delete_file, read_rows, write_partition_file
-from sinks._internal.log_commit import delete_info, optimize_info
+from sinks._internal.log_commit import CHECKPOINT_INTERVAL_PROPERTY, checkpoint_interval, delete_info, optimize_info
 from sinks._internal.log_files import delete_files, list_log, removed_files
 from sinks.topics import TopicLayout
 from sinks.transaction import DecidedBatch, TransactionLog
@@ -49,8 +49,6 @@ WATERMARKS_PROPERTY = "deltastreams.cleanWatermarks"
 """Table property of a changelog: per partition, the offset below which compaction may have
 dropped tombstones (JSON object, partition -> offset)."""
 TOMBSTONE_RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
-CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
-_DEFAULT_CHECKPOINT_INTERVAL = 100
 
 PURGE_AFTER_COMMIT = "retention_purge_after_commit"
 EXPIRE_AFTER_COMMIT = "retention_expire_after_commit"
@@ -470,7 +468,7 @@ def clean_log(table: DeltaTable, *, keep_versions: int, oldest_needed_version: i
     uri = table_location(table)
     head = table.version()
     listing = list_log(uri)
-    interval = int(table.metadata().configuration.get(CHECKPOINT_INTERVAL_PROPERTY, _DEFAULT_CHECKPOINT_INTERVAL))
+    interval = checkpoint_interval(table)
     newest = listing.newest_checkpoint(head)
     if head > 0 and (newest is None or head - newest >= interval):
         table.create_checkpoint()

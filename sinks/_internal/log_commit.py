@@ -2,16 +2,23 @@
 operations, with the parameters and metrics delta-spark records for them (``DESCRIBE HISTORY``,
 any tool reading ``commitInfo``): an optimize as ``OPTIMIZE``, removed files as ``DELETE``.
 delta-rs records every commit of given actions as ``WRITE`` and refuses another operation name.
+The commit protocol's own commits go through here too (:func:`append_at`, the transaction log's
+entries): delta-rs lists the log and loads the table's new state around each commit, ~20-40 ms
+a commit that grow with the log (10 ms at 200 versions, 29 ms at 1,200 here); one conditional
+write against a version the caller already knows takes well under a millisecond on a local disk,
+and one request on an object store.
 
 A commit is the file ``_delta_log/<version>.json`` created only if absent (an atomic hard link
 on a local disk, ``If-None-Match: *`` on an object store, through obstore: the object_store crate
-delta-rs itself commits with), against the version the caller's table is loaded at: if anything
-else committed first, nothing changes and the caller is told.
+delta-rs itself commits with), against the version the caller's table is loaded at (or the
+version the caller knows): if anything else committed first, nothing changes and the caller is
+told.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -104,27 +111,76 @@ def commit(
 ) -> int | None:
     """Commit ``actions`` as version ``table.version() + 1``, recorded as ``operation``; its
     version, or None if another commit has that version already."""
-    read_version = table.version()
+    return commit_at(
+        table.table_uri.rstrip("/"), table.version(), actions, operation=operation, parameters=parameters, metrics=metrics, info=info, isolation=isolation
+    )
+
+
+def commit_at(
+    uri: str,
+    read_version: int,
+    actions: Sequence[dict],
+    *,
+    operation: str,
+    parameters: Mapping[str, object],
+    metrics: Mapping[str, int],
+    info: Mapping[str, object] | str,
+    isolation: str = "Serializable",
+    blind_append: bool = False,
+) -> int | None:
+    """Commit ``actions`` as version ``read_version + 1`` of the table at ``uri``; that version, or
+    None if another commit has it already. Nothing is read: one conditional write. ``info``: the
+    deltastreams document of the commit (a mapping, or its JSON text)."""
     commit_info = {
         "timestamp": int(time.time() * 1000),
         "operation": operation,
         "operationParameters": dict(parameters),
         "readVersion": read_version,
         "isolationLevel": isolation,
-        "isBlindAppend": False,
+        "isBlindAppend": blind_append,
         "operationMetrics": {k: str(v) for k, v in metrics.items()},
         "engineInfo": ENGINE,
         "txnId": str(uuid.uuid4()),
-        INFO_KEY: json.dumps(dict(info)),
+        INFO_KEY: info if isinstance(info, str) else json.dumps(dict(info)),
     }
     body = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in [{"commitInfo": commit_info}, *actions])
-    store, prefix = _store(table.table_uri.rstrip("/"))
+    store, prefix = _store(uri.rstrip("/"))
     version = read_version + 1
     try:
         obstore.put(store, f"{prefix}_delta_log/{version:020d}.json", body.encode(), mode="create")
     except AlreadyExistsError:
         return None
     return version
+
+
+CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
+DEFAULT_CHECKPOINT_INTERVAL = 100
+
+
+def checkpoint_interval(table: DeltaTable) -> int:
+    """Every how many versions the table wants a checkpoint (its property, else delta-rs' default)."""
+    return int(table.metadata().configuration.get(CHECKPOINT_INTERVAL_PROPERTY, DEFAULT_CHECKPOINT_INTERVAL))
+
+
+def checkpoint_due(version: int, interval: int) -> bool:
+    """Whether a commit written here as ``version`` is to be followed by a checkpoint, as
+    delta-rs' post-commit hook does after its own commits: readers load a table from its newest
+    checkpoint and the commits after it."""
+    return version > 0 and version % interval == 0
+
+
+def txn(app_id: str, version: int) -> dict:
+    """Delta's transaction action: the idempotent writer's (app id, version)."""
+    return {"txn": {"appId": app_id, "version": version, "lastUpdated": int(time.time() * 1000)}}
+
+
+def append_at(uri: str, read_version: int, files: Sequence[DataFile], *, txn_id: tuple[str, int] | None = None) -> int | None:
+    """A blind append of ``files`` as version ``read_version + 1`` (see :func:`commit_at`),
+    recorded as delta-rs and delta-spark record an append (``WRITE``, mode ``Append``)."""
+    actions = ([txn(*txn_id)] if txn_id else []) + [add(f, data_change=True) for f in files]
+    metrics = {"numFiles": len(files), "numOutputRows": sum(max(f.num_records, 0) for f in files), "numOutputBytes": sum(f.size for f in files)}
+    parameters = {"mode": "Append", "partitionBy": json.dumps([PARTITION])}
+    return commit_at(uri, read_version, actions, operation="WRITE", parameters=parameters, metrics=metrics, info={}, isolation="WriteSerializable", blind_append=True)
 
 
 _S3_OPTIONS = {
@@ -147,4 +203,4 @@ def _store(uri: str):
         config = {_S3_OPTIONS[k]: v for k, v in options.items() if k in _S3_OPTIONS}
         client = {"allow_http": options.get("AWS_ALLOW_HTTP", "false").lower() == "true"}
         return S3Store(parsed.netloc, config=config, client_options=client), parsed.path.strip("/") + "/"
-    return LocalStore(unquote(urlparse(uri).path) if uri.startswith("file://") else uri), ""
+    return LocalStore(os.path.abspath(unquote(urlparse(uri).path) if uri.startswith("file://") else uri)), ""

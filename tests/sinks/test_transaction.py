@@ -1,6 +1,7 @@
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from deltalake.exceptions import CommitFailedError
 
 from sinks import create_topic
 from sinks.transaction import DecidedBatch, TablePublication, TransactionLog, decided_batches
@@ -57,3 +58,54 @@ def test_decided_batches_lists_every_decided_batch_oldest_first_but_no_registrat
     second = staged_batch(topic, 1, records(["b"]))
     successor.decide(second)
     assert decided_batches(str(tmp_path / "txlog")) == [first, second]
+
+
+def test_a_zombie_that_read_the_log_since_the_new_registration_is_still_fenced(setup, tmp_path):
+    topic, first = setup
+    TransactionLog(str(tmp_path / "txlog"), "app/subtopology-0").register("second")
+    first.last_decided_version()  # reading (as log retention does) loads the newer registration
+    assert first.table.version() == 2
+    with pytest.raises(ProducerFencedError, match="was fenced"):
+        first.decide(staged_batch(topic, 0, records(["a"])))
+
+
+def test_publishing_after_a_known_version_is_one_commit_with_checkpoints_at_the_tables_interval(setup):
+    topic, log = setup
+    table = DeltaTable(topic.uri)
+    table.alter.set_table_properties({"delta.checkpointInterval": "3"})
+    known = DeltaTable(topic.uri).version()
+    for seq in range(5):
+        batch = staged_batch(topic, seq, records([f"k{seq}"]))
+        log.decide(batch)
+        published = {}
+        log.publish(batch, lambda name, uri: DeltaTable(uri), lambda name, version: published.update({name: version}), known_versions={topic.name: (known, 3)})
+        assert published == {topic.name: known + 1}
+        known += 1
+    reloaded = DeltaTable(topic.uri)
+    assert (reloaded.version(), reloaded.transaction_version("app/subtopology-0")) == (known, 4)
+    assert sorted(topic.read()["key"].to_pylist()) == [f"k{i}" for i in range(5)]
+    checkpoints = sorted(int(p.name[:20]) for p in (tmp_path_of(topic) / "_delta_log").glob("*.checkpoint.parquet"))
+    assert checkpoints == [v for v in range(1, known + 1) if v % 3 == 0]
+
+
+def test_publishing_after_a_known_version_that_someone_else_took_is_refused(setup):
+    topic, log = setup
+    known = DeltaTable(topic.uri).version()
+    topic.append(records(["foreign"]))  # another writer commits first
+    batch = staged_batch(topic, 0, records(["a"]))
+    log.decide(batch)
+    with pytest.raises(CommitFailedError):
+        log.publish(batch, lambda name, uri: stale_at(uri, known), known_versions={topic.name: (known, 100)})
+    assert topic.read()["key"].to_pylist() == ["foreign"]
+
+
+def stale_at(uri, version):
+    table = DeltaTable(uri)
+    table.load_as_version(version)
+    return table
+
+
+def tmp_path_of(topic):
+    from pathlib import Path
+
+    return Path(topic.uri)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from conf import StreamsConfig
 from conf.errors import BatchTimedOutError
-from sinks import DataFile, commit_files, open_table, under_root
+from sinks import DataFile, append_at, checkpoint_due, commit_files, open_table, under_root
 from sinks.transaction import DecidedBatch, TablePublication, TransactionLog
 from streams._internal.runtime.consolidate import consolidate
 from streams._internal.runtime.crashpoints import crash_point
@@ -74,7 +74,10 @@ class ExactlyOnce:
         crash_point("after_commit")
         # Table by table (in parallel), idempotently: a restart rolls the rest forward.
         with phases.time("publish"):
-            txlog.publish(batch, lambda topic, uri: self.registry.delta_table(topic), self._on_published(batch))
+            txlog.publish(
+                batch, lambda topic, uri: self.registry.delta_table(topic), self._on_published(batch),
+                known_versions={t: (self.registry.version(t), self.registry.checkpoint_interval(t)) for t in batch.tables},
+            )
 
     def _on_published(self, batch: DecidedBatch):
         count = 0
@@ -87,6 +90,19 @@ class ExactlyOnce:
                 crash_point("during_publication")
 
         return on_published
+
+
+def append_after(registry: TopicRegistry, topic: str, files) -> int:
+    """An untagged append right after the version this application last wrote (one conditional
+    write); if the topic changed since, through the loading path, which names the other writer."""
+    version = append_at(registry.uri(topic), registry.version(topic), files)
+    if version is None:
+        table = registry.delta_table(topic)
+        return commit_files(table, files, schema=registry.layout(topic).table_schema(), exclusive=True)
+    if checkpoint_due(version, registry.checkpoint_interval(topic)):
+        registry.committed(topic, version)
+        registry.delta_table(topic).create_checkpoint()
+    return version
 
 
 class AtLeastOnce:
@@ -107,8 +123,7 @@ class AtLeastOnce:
             for count, (topic, publication) in enumerate(batch.tables.items()):
                 if not publication.files:
                     continue
-                table = self.registry.delta_table(topic)
-                version = commit_files(table, publication.files, schema=self.registry.layout(topic).table_schema(), exclusive=True)
+                version = append_after(self.registry, topic, publication.files)
                 self.registry.committed(topic, version, publication.files)
                 if count == 0:
                     crash_point("during_publication")

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from conf import StreamsConfig
 from conf.errors import CommitError, TopicNotFoundError
-from sinks import DataFile, Topic, TopicLayout, create_topic_with_layout, end_offsets, topic_uri
+from sinks import DataFile, Topic, TopicLayout, checkpoint_interval, create_topic_with_layout, end_offsets, topic_uri
 from sinks.retention import changelog_watermarks
 from streams._internal.processing.task import DEAD_LETTER_VALUE
 from streams._internal.runtime.kafka_sources import KafkaSources
@@ -177,6 +177,11 @@ class TopicRegistry:
                 "must have that application as its only writer."
             )
         return entry.table
+
+    def checkpoint_interval(self, logical: str) -> int:
+        """The topic's checkpoint interval, from its table as last loaded (a property that
+        changes only by hand)."""
+        return checkpoint_interval(self._entries[logical].table)
 
     def version(self, logical: str) -> int:
         """The version this application last saw or wrote (-1: the topic does not exist)."""
