@@ -80,10 +80,16 @@ def _summary(results: dict, plots: list[str]) -> str:
         lines += ["", "Steady part of each run (first batch started to last batch done, without query start-up): " + ", ".join(f"{k} {v:,.0f}/s" for k, v in steady.items()) + "."]
     lines += ["", f"pyarrow group-by, one process: {eps.get('pyarrow', 0):,.0f} events/s (no order, no state, no commits).", ""]
     if results.get("latency_ms"):
-        lines += ["| latency (steady stream) | p50 ms | p95 ms | p99 ms | output records |", "|---|---|---|---|---|"]
+        lines += [
+            "| latency (steady stream) | p50 ms | p95 ms | p99 ms | output records | median gap between output commits | drift (last tenth / first) |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for key, v in sorted(results["latency_ms"].items()):
             if v.get("p50") is not None:
-                lines.append(f"| {key} | {v['p50']:.0f} | {v['p95']:.0f} | {v['p99']:.0f} | {v['records']} |")
+                c = v.get("cadence") or {}
+                gap = f"{c['gap_p50_ms']:.0f} ms" if c.get("gap_p50_ms") is not None else "-"
+                drift = f"{c['drift']:.2f}x" if c.get("drift") is not None else "-"
+                lines.append(f"| {key} | {v['p50']:.0f} | {v['p95']:.0f} | {v['p99']:.0f} | {v['records']} | {gap} | {drift} |")
         lines.append("")
     if results.get("scaling"):
         lines += ["| scaling (exactly_once, 1 s) | seconds | µs per event |", "|---|---|---|"]
