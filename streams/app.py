@@ -148,7 +148,8 @@ class StreamsApp:
         consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics}
         job = TriggerJob(self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records)
         self.trigger = Trigger(
-            planner, job, self.committer, self.registry, self.progress, poll_interval_s=self._poll_interval_s, idle_clock=self._idle_clock(),
+            planner, job, self.committer, self.registry, self.progress, poll_interval_s=self._poll_interval_s,
+            commit_interval_s=self.config.commit_interval.total_seconds(), idle_clock=self._idle_clock(),
             kafka_mirror=self.kafka_mirror,
         )
         if self.config.retention.enabled:
@@ -257,7 +258,7 @@ class StreamsApp:
         frame = self.spark.readStream.format("socket").option("host", "127.0.0.1").option("port", self.trigger.ticks.port).load()
         self.query = (
             frame.writeStream.foreachBatch(self.trigger)
-            .trigger(processingTime=f"{self.config.commit_interval_ms} milliseconds")
+            .trigger(processingTime="0 seconds")  # the trigger keeps the commit interval itself
             .option("checkpointLocation", self.checkpoint)
             .queryName(self.config.application_id)
             .start()

@@ -87,6 +87,7 @@ class Trigger:
         progress: Progress,
         *,
         poll_interval_s: float,
+        commit_interval_s: float = 0.0,
         idle_clock: IdleClock | None = None,
         kafka_mirror: KafkaMirror | None = None,
     ) -> None:
@@ -106,7 +107,11 @@ class Trigger:
         # would only queue an empty trigger behind it.
         due = (lambda: not self.in_batch.locked() and idle_clock.any_due(_now_ms())) if idle_clock is not None else None
         self.watcher = InputWatcher(planner.inputs.uris, self.consumed, self.ticks.tick, poll_interval_s, due=due, kafka=planner.kafka)
-        self.stopping = False
+        self._stop = threading.Event()
+        self.commit_interval_s = commit_interval_s
+        """Least time from one trigger's start to the next one's (the query's own trigger
+        interval is 0, see :meth:`_wait_for_interval`)."""
+        self._last_start = float("-inf")
         self.last_batch_id = -1
         self.history: deque[BatchMetrics] = deque(maxlen=HISTORY)
         """The most recent batches' metrics (a job runs for days: all of them would not fit)."""
@@ -121,12 +126,37 @@ class Trigger:
         if self.stopping:
             return
         with self.in_batch:
+            self._wait_for_interval()
             if self.stopping:
                 return
+            self._last_start = time.monotonic()
             self.run(batch_id, self.watcher.latest())
             self.last_batch_id = batch_id
             if self.watcher.pending():  # a bounded batch left input behind: next trigger at once
                 self.ticks.tick()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    @stopping.setter
+    def stopping(self, value: bool) -> None:
+        if value:
+            self._stop.set()
+        else:
+            self._stop.clear()
+
+    def _wait_for_interval(self) -> None:
+        """Start no trigger sooner than the commit interval after the previous one started.
+
+        This, not Spark's processing-time trigger, keeps the interval: Spark's waits for the next
+        multiple of the interval after a trigger *ends* (on average half an interval lost after
+        every trigger that overran it, and a tick waits up to a whole interval). With the query's
+        interval at 0, a tick starts a trigger at once (Spark looks for one every 10 ms,
+        ``spark.sql.streaming.pollingDelay``), and this wait spaces them."""
+        wait = self._last_start + self.commit_interval_s - time.monotonic()
+        if wait > 0:
+            self._stop.wait(wait)
 
     def run(self, batch_id: int, latest: Mapping[str, int]) -> bool:
         """Run one trigger with input up to ``latest`` (per input topic; {}: only repartition
