@@ -7,12 +7,14 @@ The workloads aim at the corners: null keys and values, timestamps jumping back 
 retention, ties in time and key, asymmetric and zero windows, a joiner that raises, waiting
 records committed in one batch and emitted or joined in a later one, key-typed ints, a self-join,
 and a topology whose records carry walks (the joined stream and one of its inputs into one
-topic)."""
+topic). The two array steps with the most arithmetic (the range join, the largest waiting time
+per position) are also checked against brute force."""
 
 from __future__ import annotations
 
 import random
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -21,6 +23,8 @@ from state import ChangeLoggingStore, InMemoryKeyValueStore
 from streams import JoinWindows, StreamsBuilder
 from streams.core import TaskProcessor
 from streams._internal.processing import stream_joins
+from streams._internal.processing.join_closing import waiting_max
+from streams._internal.processing.join_matching import window_matches
 
 
 def joiner(key, left, right):
@@ -136,3 +140,37 @@ def test_array_path_matches_record_path(seed, monkeypatch):
         else:
             assert actual[:3] == expected[:3], f"results differ in batch {step // 2}"
             assert actual[3] == expected[3], f"changelog puts differ in batch {step // 2}"
+
+
+@pytest.mark.parametrize("huge_times", [False, True])
+def test_window_matches_against_brute_force(huge_times):
+    rng = np.random.default_rng(int(huge_times))
+    base = 2**61 if huge_times else 0  # far apart times take the time-rank branch
+    n, m = 300, 200
+    entry_key, entry_pos = rng.integers(0, 6, n), rng.integers(-1, 250, n)
+    entry_time = base + rng.integers(0, 60, n) * (2**55 if huge_times else 1)
+    entry_seq = rng.permutation(n)
+    query_key, query_pos = rng.integers(0, 7, m), np.sort(rng.integers(0, 250, m))
+    time_from = base + rng.integers(-5, 60, m) * (2**55 if huge_times else 1)
+    time_to = time_from + rng.integers(-3, 20, m) * (2**55 if huge_times else 1)
+    expected = [
+        (q, e)
+        for q in range(m)
+        for e in sorted(range(n), key=lambda e: (entry_time[e], entry_seq[e]))
+        if entry_key[e] == query_key[q] and time_from[q] <= entry_time[e] <= time_to[q] and entry_pos[e] < query_pos[q]
+    ]
+    queries, entries = window_matches(query_key, query_pos, time_from, time_to, entry_key, entry_time, entry_seq, entry_pos)
+    assert len(expected) > 50
+    assert list(zip(queries.tolist(), entries.tolist(), strict=True)) == expected
+
+
+def test_waiting_max_against_brute_force():
+    rng = np.random.default_rng(3)
+    n = 400
+    item_pos = rng.integers(-1, n, 300)
+    removed = np.where(rng.random(300) < 0.5, n, np.minimum(item_pos + 1 + rng.integers(0, 300, 300), n - 1))
+    times = rng.integers(0, 10_000, 300)
+    at = np.sort(rng.choice(n, 150, replace=False))
+    alive = (item_pos[None, :] < at[:, None]) & (at[:, None] <= removed[None, :])
+    expected = np.where(alive.any(axis=1), np.where(alive, times[None, :], -1).max(axis=1), np.iinfo(np.int64).min)
+    assert (waiting_max(at, item_pos, removed, times, n) == expected).all()

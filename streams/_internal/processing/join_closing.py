@@ -46,20 +46,29 @@ def removal_positions(item_entry: np.ndarray, item_pos: np.ndarray, event_entry:
     return removed
 
 
-def waiting_max(n: int, item_pos: np.ndarray, removed: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """For each position ``i``, the largest time of the items with ``item_pos < i <= removed``
-    (the items a scan at ``i`` can see, before emissions), or the minimum int64 for none."""
-    starts = np.full(n + 1, _NONE, dtype=np.int64)
+def waiting_max(at: np.ndarray, item_pos: np.ndarray, removed: np.ndarray, times: np.ndarray, n: int) -> np.ndarray:
+    """For each position of ``at`` (ascending), the largest time of the items with ``item_pos <
+    position <= removed`` (the items a scan there can see, before emissions), or the minimum
+    int64 for none; ``removed >= n``: never."""
+    out = np.full(len(at), _NONE, dtype=np.int64)
+    if not len(at) or not len(item_pos):
+        return out
     forever = removed >= n
-    np.maximum.at(starts, item_pos[forever] + 1, times[forever])
-    out = np.maximum.accumulate(starts)[:n]
-    lo, hi, value = item_pos[~forever] + 1, removed[~forever], times[~forever]
+    by_pos = np.argsort(item_pos[forever], kind="stable")
+    running = np.maximum.accumulate(times[forever][by_pos]) if by_pos.size else by_pos
+    seen = np.searchsorted(item_pos[forever][by_pos], at, "left")  # items put before each position
+    out[seen > 0] = running[seen[seen > 0] - 1]
+    # The others live in [item_pos + 1, removed]: as ranges of ``at``, each is two overlapping
+    # power-of-two blocks; maxima per block size, pushed down to single positions.
+    lo = np.searchsorted(at, item_pos[~forever] + 1, "left")
+    hi = np.searchsorted(at, removed[~forever], "right") - 1
+    value = times[~forever]
+    live = lo <= hi
+    lo, hi, value = lo[live], hi[live], value[live]
     if not len(lo):
         return out
-    # Each lifetime [lo, hi] is two overlapping power-of-two blocks; maxima per block size,
-    # pushed down to single positions from the largest size.
     level = np.frexp((hi - lo + 1).astype(np.float64))[1] - 1
-    blocks = [np.full(n, _NONE, dtype=np.int64) for _ in range(int(level.max()) + 1)]
+    blocks = [np.full(len(at), _NONE, dtype=np.int64) for _ in range(int(level.max()) + 1)]
     for k, block in enumerate(blocks):
         chosen = level == k
         np.maximum.at(block, lo[chosen], value[chosen])

@@ -318,7 +318,7 @@ def _waiting(batch, windows, outer_side, waiting, new_waiting, events, stream, m
     lookback = windows.after_ms if outer_side == LEFT else windows.before_ms
     candidates = np.flatnonzero(batch.valid & (batch.stamps == stream))
     afters = np.where(batch.side[candidates] == LEFT, windows.after_ms, windows.before_ms)
-    largest = waiting_max(n, item_pos, removed, item_time)[candidates]
+    largest = waiting_max(candidates, item_pos, removed, item_time, n)
     scans, min_time = scan_positions(candidates, stream, afters, windows.grace_ms, lookback, item_pos, item_time, largest, min_time0)
     emitted = emitted_at(scans, stream, item_pos, item_time, removed, lookback + windows.grace_ms)
 
