@@ -123,18 +123,21 @@ class JoinWindowStore:
     def next_seq(self) -> int:
         return self._next_seq
 
-    def committed(self, keys: Mapping[bytes, int]) -> list[tuple[int, int, int, bytes]]:
+    def committed(self, keys: Mapping[bytes, int], time_from: int, time_to: int) -> list[tuple[int, int, int, bytes]]:
         """``(keys[key], time, seq, pickled value)`` of the committed records of the keys of
-        ``keys``, before the batch writes anything. Small stores are read whole through the time
-        index (from the purge floor, so over no deleted keys); a store with many more records than
-        the batch has keys is read one key range at a time."""
+        ``keys`` with ``time_from <= time <= time_to``, before the batch writes anything. A small
+        store is read through the time index (from the purge floor at least, so over no deleted
+        keys); where that range holds many more records than the batch has keys, one key range at
+        a time."""
         floor = get_long(self.store, _FLOOR_KEY, None)
-        low = b"t" if floor is None else b"t" + pack_time(floor)
+        low = time_from if floor is None else max(floor, time_from)
+        if time_to < low:
+            return []
         budget = 4 * len(keys) + 64
         data_keys = []
-        for n, (_, data_key) in enumerate(self.store.range(low, b"u")):
+        for n, (_, data_key) in enumerate(self.store.range(b"t" + pack_time(low), b"t" + pack_time(time_to + 1))):
             if n == budget:
-                return self._committed_by_key(keys)
+                return self._committed_by_key(keys, low, time_to)
             data_keys.append(data_key)
         found = []
         for data_key in data_keys:
@@ -145,12 +148,13 @@ class JoinWindowStore:
         raws = self.store.get_many([data_key for _, data_key, _ in found])
         return [(i, unpack_time(dk, at), unpack_long(dk, at + 8), raw) for (i, dk, at), raw in zip(found, raws, strict=True)]
 
-    def _committed_by_key(self, keys: Mapping[bytes, int]) -> list[tuple[int, int, int, bytes]]:
+    def _committed_by_key(self, keys: Mapping[bytes, int], time_from: int, time_to: int) -> list[tuple[int, int, int, bytes]]:
         out = []
+        low, high = pack_time(time_from), pack_time(time_to + 1)
         for key, i in keys.items():
             prefix = self._prefix(key)
             n = len(prefix)
-            for raw_key, raw_value in self.store.range(prefix, prefix + b"\xff" * 17):
+            for raw_key, raw_value in self.store.range(prefix + low, prefix + high):
                 out.append((i, unpack_time(raw_key, n), unpack_long(raw_key, n + 8), raw_value))
         return out
 

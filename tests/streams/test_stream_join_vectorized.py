@@ -22,7 +22,7 @@ from sinks.serde import HEADERS_TYPE
 from state import ChangeLoggingStore, InMemoryKeyValueStore
 from streams import JoinWindows, StreamsBuilder
 from streams.core import TaskProcessor
-from streams._internal.processing import stream_joins
+from streams._internal.processing import stream_join_batch, stream_joins
 from streams._internal.processing.join_closing import waiting_max
 from streams._internal.processing.join_matching import window_matches
 
@@ -78,8 +78,9 @@ def workload(rng, int_keys):
 def run(topology, batches, shape, monkeypatch, *, records):
     with monkeypatch.context() as patch:
         if records:
-            patch.setattr(stream_joins, "covers", lambda windows, sides: False)
+            patch.setattr(stream_joins, "covers", lambda windows, sides, records: False)
         else:
+            patch.setattr(stream_join_batch, "ARRAYS_FROM", 1)  # small batches too
             patch.setattr(stream_joins, "join_batch", _no_fallback(stream_joins.join_batch))
         sub = topology.subtopologies[0]
         stores = {name: ChangeLoggingStore(InMemoryKeyValueStore(name)) for name in sub.stores}

@@ -43,6 +43,10 @@ _TIME_LIMIT = 2**62
 """Timestamps from here on go record by record: below it, Kafka's Long.MAX_VALUE for "no
 minTime" cannot be a record's time, and sums of a time and a window cannot wrap."""
 
+ARRAYS_FROM = 100
+"""Batches of fewer records go record by record: the array path's fixed cost (a few hundred NumPy
+and Arrow calls) is the larger below about this size."""
+
 _SCAN, _PARTNER, _ALONE = 0, 1, 2
 """What a result of a record is, in the order Kafka forwards them: closed waiting records first
 (emitNonJoinedOuterRecords runs before the fetch), then the partners, then the record alone."""
@@ -59,10 +63,11 @@ class SideOutput:
     stamps: np.ndarray
 
 
-def covers(windows: JoinWindowsSpec, outer_sides: frozenset[int]) -> bool:
-    """Whether :func:`join_batch` takes this join: windows that do not reach back past their own
-    record (a waiting record's window is open when it is put) and at most one outer side."""
-    return windows.before_ms >= 0 and windows.after_ms >= 0 and len(outer_sides) < 2
+def covers(windows: JoinWindowsSpec, outer_sides: frozenset[int], records: int) -> bool:
+    """Whether :func:`join_batch` takes this join's batch of ``records``: windows that do not
+    reach back past their own record (a waiting record's window is open when it is put), at most
+    one outer side, and enough records to be worth it."""
+    return windows.before_ms >= 0 and windows.after_ms >= 0 and len(outer_sides) < 2 and records >= ARRAYS_FROM
 
 
 @dataclass
@@ -126,18 +131,6 @@ def join_batch(
         observed[side] = np.maximum(np.maximum.accumulate(np.where(puts, batch.stamps, NO_TIME)), store.observed)
         stored[side] = np.flatnonzero(puts & (batch.stamps > observed[side] - retention))
 
-    # The stored records: committed ones (position -1) and the batch's kept puts.
-    pool = _Pool(batch)
-    entry_parts = []
-    for side, store in stores.items():
-        committed = store.committed(batch.code_of)
-        if committed:
-            index, times, seqs, raws = (list(c) for c in zip(*committed, strict=True))
-            entry_parts.append((np.asarray(index) * 2 + side, np.asarray(times), np.asarray(seqs), np.full(len(index), -1), pool.add_pickled(raws)))
-        puts = stored[side]
-        entry_parts.append((batch.codes[puts] * 2 + side, batch.stamps[puts], store.next_seq + np.arange(len(puts)), puts, pool.VALUES + batch.row[puts]))
-    entry_key, entry_time, entry_seq, entry_pos, entry_value = (np.concatenate([p[i] for p in entry_parts]).astype(np.int64) for i in range(5))
-
     # Each valid record's fetch, as Kafka's KStreamKStreamJoin makes it.
     queries = np.flatnonzero(valid)
     query_side = batch.side[queries]
@@ -148,6 +141,22 @@ def join_batch(
     other_observed = np.where(is_left, observed[RIGHT][queries], observed[LEFT][queries])
     time_from = np.maximum(np.maximum(at - before, 0), other_observed - retention + 1)
     time_to = np.maximum(at + after, 0)
+
+    # The stored records: committed ones (position -1) in the time the fetches cover, and the
+    # batch's kept puts.
+    pool = _Pool(batch)
+    entry_parts = []
+    for side, store in stores.items():
+        fetching = query_side != side
+        if fetching.any():
+            committed = store.committed(batch.code_of, int(time_from[fetching].min()), int(time_to[fetching].max()))
+            if committed:
+                index, times, seqs, raws = (list(c) for c in zip(*committed, strict=True))
+                entry_parts.append((np.asarray(index) * 2 + side, np.asarray(times), np.asarray(seqs), np.full(len(index), -1), pool.add_pickled(raws)))
+        puts = stored[side]
+        entry_parts.append((batch.codes[puts] * 2 + side, batch.stamps[puts], store.next_seq + np.arange(len(puts)), puts, pool.VALUES + batch.row[puts]))
+    entry_key, entry_time, entry_seq, entry_pos, entry_value = (np.concatenate([p[i] for p in entry_parts]).astype(np.int64) for i in range(5))
+
     match_query, match_entry = window_matches(
         batch.codes[queries] * 2 + (1 - query_side), queries, time_from, time_to, entry_key, entry_time, entry_seq, entry_pos
     )

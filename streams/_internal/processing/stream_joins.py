@@ -98,7 +98,7 @@ class StreamStreamJoin:
         return self._offered[side], self._results[side]
 
     def _run(self, context: ProcessContext) -> None:
-        if covers(self.windows, self.outer_sides):
+        if covers(self.windows, self.outer_sides, sum(len(flow) for flow in self._offered.values())):
             outputs = join_batch(self._offered, self.windows, self.outer_sides, self.joiner, self.stores, self.outer, self.node_names, context)
             if outputs is not None:
                 self._results = outputs
