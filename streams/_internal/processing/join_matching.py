@@ -38,7 +38,7 @@ def window_matches(
     # offset when key * span fits, else as a rank among the stored times.
     low = int(times.min())
     span = int(times.max()) - low + 2
-    if span * (int(keys.max()) + 1) < 2**62:
+    if span * (max(int(keys.max()), int(query_key.max())) + 1) < 2**62:
         composite = keys * span + (times - low)
         first = query_key * span + np.clip(time_from - low, 0, span - 1)
         last = query_key * span + np.clip(time_to - low, -1, span - 2)

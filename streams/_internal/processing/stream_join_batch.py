@@ -37,11 +37,11 @@ from streams._internal.processing.join_matching import window_matches
 from streams._internal.processing.operator import ProcessContext
 from streams._internal.processing.walk import walks
 from topology.nodes import JoinWindowsSpec
-from topology.records import KEY, VALUE
+from topology.records import KEY, TIMESTAMP, VALUE
 
 _TIME_LIMIT = 2**62
-"""Timestamps from here on go record by record: below it, Kafka's Long.MAX_VALUE for "no
-minTime" cannot be a record's time, and sums of a time and a window cannot wrap."""
+"""Timestamps and windows from here on go record by record: below it, Kafka's Long.MAX_VALUE for
+"no minTime" cannot be a record's time, and sums of a time and a window fit in an int64."""
 
 ARRAYS_FROM = 100
 """Batches of fewer records go record by record: the array path's fixed cost (a few hundred NumPy
@@ -67,7 +67,10 @@ def covers(windows: JoinWindowsSpec, outer_sides: frozenset[int], records: int) 
     """Whether :func:`join_batch` takes this join's batch of ``records``: windows that do not
     reach back past their own record (a waiting record's window is open when it is put), at most
     one outer side, and enough records to be worth it."""
-    return windows.before_ms >= 0 and windows.after_ms >= 0 and len(outer_sides) < 2 and records >= ARRAYS_FROM
+    return (
+        windows.before_ms >= 0 and windows.after_ms >= 0 and windows.retention_ms < _TIME_LIMIT
+        and len(outer_sides) < 2 and records >= ARRAYS_FROM
+    )
 
 
 @dataclass
@@ -215,7 +218,7 @@ def join_batch(
 
 def _batch(flows: dict[int, Flow]) -> _Batch | None:
     left, right = flows[LEFT], flows[RIGHT]
-    if not len(left) and not len(right):
+    if (not len(left) and not len(right)) or left.table.column(TIMESTAMP).null_count or right.table.column(TIMESTAMP).null_count:
         return None
     sides = np.concatenate([np.full(len(left), LEFT), np.full(len(right), RIGHT)]).astype(np.int8)
     seqs = np.concatenate([left.seqs, right.seqs]).astype(np.int64)
@@ -399,14 +402,14 @@ def _call_joiner(rows: _Rows, pool: _Pool, batch: _Batch, joiner, node_names: di
     record's) and drops the result."""
     pos, _, _, key_at, left_at, right_at, reported_at, stamps = rows.ordered()
     keys, lefts, rights = pool.take(key_at), pool.take(left_at), pool.take(right_at)
-    arguments = (keys, lefts, rights) if joiner.takes_key else (lefts, rights)
+    # One iterator per argument, shared by the calls: after a failure, map resumes with the next
+    # result (it took the failed one's arguments already), and extend keeps what came before.
+    arguments = [iter(a) for a in ((keys, lefts, rights) if joiner.takes_key else (lefts, rights))]
     joined: list[Any] = []
     ok = np.ones(len(pos), dtype=bool)
     while True:
-        i = len(joined)
         try:
-            # extend keeps what the joiner returned before it raised
-            joined.extend(map(joiner.fn, *(a[i:] for a in arguments)) if i else map(joiner.fn, *arguments))
+            joined.extend(map(joiner.fn, *arguments))
             break
         except Exception as e:  # noqa: BLE001 - any user error goes to the dead letters
             i = len(joined)
