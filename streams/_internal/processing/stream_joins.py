@@ -8,7 +8,10 @@ operator instead, so a side's join cannot see the other side's records as they a
 sides therefore share one :class:`StreamStreamJoin`: the windowed nodes hand it their batch, and
 the first join operator to run processes both sides' records together, in ``_seq`` order, one
 at a time exactly as Kafka's processors do (the put, the stream time, the fetch, the emission of
-closed non-joined records); each join operator then returns its side's results.
+closed non-joined records); each join operator then returns its side's results. Inner and left
+joins take a batch of 100 records or more an array at a time instead, with the same results
+(:mod:`~streams._internal.processing.stream_join_batch`); one record at a time stays the
+reference, and the path for everything else.
 
 Kafka keeps the join's stream time and ``minTime`` in memory; here they are in the outer store,
 so a restarted task continues as the old one would have (exactly-once needs the same results).
