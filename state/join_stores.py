@@ -116,7 +116,6 @@ class JoinWindowStore:
         if self.observed != NO_TIME and purge_indexed(self.store, _FLOOR_KEY, self.observed - self.retention_ms):
             self._cached.clear()
 
-
     # -- a whole batch at once ----------------------------------------------------------------
 
     @property
