@@ -14,6 +14,13 @@ Kafka's order ``time | side | key`` (left side ``1``, right ``0``), a list of va
 into memory when first scanned in a batch and written through, since emitting closed records
 walks it from the start.
 
+Both also take a whole batch at once (:meth:`JoinWindowStore.committed` /
+:meth:`JoinWindowStore.write_batch`, :meth:`OuterJoinStore.committed` /
+:meth:`OuterJoinStore.write_batch`), for a join that works out the batch's effect itself: they
+leave the store as the record-at-a-time calls would, but a record that comes and goes within the
+batch (expired by the end-of-batch purge, or joined before the batch ends) costs no changelog
+entry, where one at a time it cost a put and a delete of each of its keys.
+
 Values are pickled Python objects, as the table stores keep them. Bookkeeping lives under keys
 starting with ``0xff``, beyond every data key.
 """
@@ -23,7 +30,7 @@ from __future__ import annotations
 import bisect
 import pickle
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from state._internal.ordered import get_long, pack_long, pack_time, purge_indexed, unpack_long, unpack_time
@@ -109,6 +116,78 @@ class JoinWindowStore:
         if self.observed != NO_TIME and purge_indexed(self.store, _FLOOR_KEY, self.observed - self.retention_ms):
             self._cached.clear()
 
+    # -- a whole batch at once ----------------------------------------------------------------
+
+    @property
+    def next_seq(self) -> int:
+        return self._next_seq
+
+    def committed(self, keys: Mapping[bytes, int], time_from: int, time_to: int) -> list[tuple[int, int, int, bytes]]:
+        """``(keys[key], time, seq, pickled value)`` of the committed records of the keys of
+        ``keys`` with ``time_from <= time <= time_to``, before the batch writes anything. A small
+        store is read through the time index (from the purge floor at least, so over no deleted
+        keys); where that range holds many more records than the batch has keys, one key range at
+        a time."""
+        floor = get_long(self.store, _FLOOR_KEY, None)
+        low = time_from if floor is None else max(floor, time_from)
+        if time_to < low:
+            return []
+        budget = 4 * len(keys) + 64
+        data_keys = []
+        for n, (_, data_key) in enumerate(self.store.range(b"t" + pack_time(low), b"t" + pack_time(time_to + 1))):
+            if n == budget:
+                return self._committed_by_key(keys, low, time_to)
+            data_keys.append(data_key)
+        found = []
+        for data_key in data_keys:
+            n = _LEN.unpack_from(data_key, 1)[0]
+            i = keys.get(data_key[5 : 5 + n])
+            if i is not None:
+                found.append((i, data_key, 5 + n))
+        raws = self.store.get_many([data_key for _, data_key, _ in found])
+        return [(i, unpack_time(dk, at), unpack_long(dk, at + 8), raw) for (i, dk, at), raw in zip(found, raws, strict=True)]
+
+    def _committed_by_key(self, keys: Mapping[bytes, int], time_from: int, time_to: int) -> list[tuple[int, int, int, bytes]]:
+        out = []
+        low, high = pack_time(time_from), pack_time(time_to + 1)
+        for key, i in keys.items():
+            prefix = self._prefix(key)
+            n = len(prefix)
+            for raw_key, raw_value in self.store.range(prefix + low, prefix + high):
+                out.append((i, unpack_time(raw_key, n), unpack_long(raw_key, n + 8), raw_value))
+        return out
+
+    def purge_cutoff(self, observed: int) -> int | None:
+        """The time at or before which the end-of-batch purge, at ``observed``, deletes records
+        (None: it does not run)."""
+        if observed == NO_TIME:
+            return None
+        floor = get_long(self.store, _FLOOR_KEY, None)
+        cutoff = observed - self.retention_ms
+        return None if floor is not None and cutoff < floor else cutoff
+
+    def write_batch(self, puts: int, records: Sequence[tuple[bytes, int, int, Any]], observed: int) -> None:
+        """What :meth:`put` of the batch's ``puts`` records and :meth:`end_batch` leave, given
+        the observed stream time after them and the records the purge keeps: ``(key, time, i,
+        value)``, ``i`` the record's place among the puts (its seq is :attr:`next_seq` + ``i``).
+        Records the purge deletes again need not be given: they are never written."""
+        first_seq = self._next_seq
+        self._next_seq += puts
+        self.observed = observed
+        self.store.put(_OBSERVED_KEY, pack_long(self.observed))
+        self.store.put(_SEQ_KEY, pack_long(self._next_seq))
+        cutoff = self.purge_cutoff(observed)
+        if cutoff is not None:
+            purge_indexed(self.store, _FLOOR_KEY, cutoff)
+        for key, time, i, value in records:
+            if cutoff is not None and time <= cutoff:
+                continue
+            stamp = pack_time(time) + pack_long(first_seq + i)
+            data_key = self._prefix(key) + stamp
+            self.store.put(data_key, pickle.dumps(value, protocol=5))
+            self.store.put(b"t" + stamp, data_key)
+        self._cached.clear()
+
 
 class OuterJoinStore:
     """Records waiting for a partner, ordered by (time, side, key); shared by both sides."""
@@ -178,6 +257,20 @@ class OuterJoinStore:
         elif self.store.get(entry_key) is None:
             return
         self.store.delete(entry_key)
+
+    def committed(self) -> list[tuple[int, int, bytes, bytes]]:
+        """``(time, side, key, pickled list)`` of every waiting entry, in store order, before the
+        batch writes anything."""
+        return [(unpack_time(k), k[8], k[9:], raw) for k, raw in self.store.range(None, b"\xff")]
+
+    def write_batch(self, changed: dict[bytes, list[tuple[Any, Any]] | None], stream_time: int, min_time: int | None) -> None:
+        """The entries the batch changed (None: gone) and the join's times after it."""
+        for entry_key, items in changed.items():
+            if items is None:
+                self.store.delete(entry_key)
+            else:
+                self.store.put(entry_key, pickle.dumps(items, protocol=5))
+        self.end_batch(stream_time, min_time)
 
     def entries(self) -> Iterator[tuple[bytes, Any, Any]]:
         """``(entry_key, key, value)`` for every waiting record, in order. Removing the entry

@@ -23,6 +23,9 @@ class ChangeLoggingStore:
         self.inner = inner
         self.name = inner.name
         self._pending: dict[bytes, bytes | None] = {}
+        self.generation = 0
+        """Counts the times the store's contents changed other than by this batch's writes (an
+        abort or a restore): views that keep derived state for a batch rebuild it when it moves."""
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -87,6 +90,7 @@ class ChangeLoggingStore:
     def abort(self) -> None:
         """Forget the pending changes."""
         self._pending.clear()
+        self.generation += 1
 
     # -- advancing from the changelog ----------------------------------------------------------
 
@@ -99,6 +103,7 @@ class ChangeLoggingStore:
                 "committed changelog entries (a store must never mix the two)",
                 store=self.name,
             )
+        self.generation += 1
         return apply_changelog(self.inner, committed, meta)
 
     def close(self) -> None:
