@@ -151,9 +151,8 @@ class Trigger:
 
         This, not Spark's processing-time trigger, keeps the interval: Spark's waits for the next
         multiple of the interval after a trigger *ends* (on average half an interval lost after
-        every trigger that overran it, and a tick waits up to a whole interval). With the query's
-        interval at 0, a tick starts a trigger at once (Spark looks for one every 10 ms,
-        ``spark.sql.streaming.pollingDelay``), and this wait spaces them."""
+        every trigger that overran it, and a tick waits up to a whole interval). The query looks
+        for ticks every quarter interval instead, and this wait spaces the triggers."""
         wait = self._last_start + self.commit_interval_s - time.monotonic()
         if wait > 0:
             self._stop.wait(wait)
