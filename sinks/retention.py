@@ -38,7 +38,7 @@ from sinks._internal.compaction import compact_rows
 from sinks._internal.delta_log import files_added, snapshot_files, table_location
 from sinks._internal.exclusive import by_partition, commit_actions, remove_actions, rewrite_actions, set_properties
 from sinks._internal.files import PARTITION, DataFile, data_files, delete_file, read_rows, write_partition_file
-from sinks._internal.log_commit import CHECKPOINT_INTERVAL_PROPERTY, checkpoint_interval, delete_info, optimize_info
+from sinks._internal.log_commit import checkpoint_interval, delete_info, optimize_info
 from sinks._internal.log_files import delete_files, list_log, removed_files
 from sinks.topics import TopicLayout
 from sinks.transaction import DecidedBatch, TransactionLog
