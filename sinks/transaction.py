@@ -175,9 +175,7 @@ class TransactionLog:
         if version is None:
             return False
         self._written = version
-        if log_commit.checkpoint_due(version, log_commit.checkpoint_interval(self._table)):
-            self._table.update_incremental()
-            self._table.create_checkpoint()
+        log_commit.checkpoint_if_due(version, log_commit.checkpoint_interval(self._table), lambda: self._table)
         return True
 
     def register(self, instance: str) -> int:
@@ -211,20 +209,17 @@ class TransactionLog:
         version = table.transaction_version(self.txn_app_id)
         return version is not None and version >= seq  # careful: version 0 is a real version
 
-    def _append_after(self, topic: str, batch: DecidedBatch, known: tuple[int, int] | None, table_for, on_published) -> bool:
+    def _append_after(self, topic: str, batch: DecidedBatch, known: log_commit.KnownVersion | None, table_for, on_published) -> bool:
         """Publish ``topic``'s files as the version after the known one; False if that was not possible."""
-        if known is None or known[0] < 0:
+        if known is None or known.version < 0:
             return False
         publication = batch.tables[topic]
-        version = log_commit.append_at(publication.uri, known[0], publication.files, txn_id=(self.txn_app_id, batch.seq))
+        version = log_commit.append_at(publication.uri, known.version, publication.files, txn_id=(self.txn_app_id, batch.seq))
         if version is None:
             return False
         if on_published is not None:
             on_published(topic, version)
-        if log_commit.checkpoint_due(version, known[1]):
-            table = table_for(topic, publication.uri)
-            table.update_incremental()
-            table.create_checkpoint()
+        log_commit.checkpoint_if_due(version, known.checkpoint_interval, lambda: table_for(topic, publication.uri))
         return True
 
     def publish(
@@ -234,13 +229,13 @@ class TransactionLog:
         on_published: Callable[[str, int], None] | None = None,
         *,
         threads: int = 4,
-        known_versions: Mapping[str, tuple[int, int]] | None = None,
+        known_versions: Mapping[str, log_commit.KnownVersion] | None = None,
     ) -> None:
         """Add the batch's files to every table that does not have them yet (idempotent). Tables
         are independent once the batch is decided: they are published in parallel.
 
-        ``known_versions``: per topic, the version its only writer (the caller) last wrote and the
-        table's checkpoint interval; the batch then goes right after that version in one conditional write, without loading the table (a
+        ``known_versions``: per topic, what its only writer (the caller) knows of it; the batch then
+        goes right after the version it last wrote, in one conditional write, without loading the table (a
         table found changed takes the loading path, which tells a zombie's publication of this
         same batch from an error)."""
         topics = [t for t, p in batch.tables.items() if p.files]

@@ -21,7 +21,8 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NamedTuple
 from urllib.parse import unquote, urlparse
 
 import obstore
@@ -167,6 +168,23 @@ def checkpoint_due(version: int, interval: int) -> bool:
     delta-rs' post-commit hook does after its own commits: readers load a table from its newest
     checkpoint and the commits after it."""
     return version > 0 and version % interval == 0
+
+
+def checkpoint_if_due(version: int, interval: int, table: Callable[[], DeltaTable]) -> None:
+    """After a commit written here as ``version``: the checkpoint :func:`checkpoint_due` asks
+    for, of the table ``table()`` loads (brought up to date first: it must include ``version``)."""
+    if checkpoint_due(version, interval):
+        loaded = table()
+        loaded.update_incremental()
+        loaded.create_checkpoint()
+
+
+class KnownVersion(NamedTuple):
+    """What a table's only writer knows without reading the table: the version it last wrote,
+    and every how many versions the table wants a checkpoint."""
+
+    version: int
+    checkpoint_interval: int
 
 
 def txn(app_id: str, version: int) -> dict:

@@ -3,7 +3,7 @@ import pytest
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
-from sinks import create_topic
+from sinks import KnownVersion, create_topic
 from sinks.transaction import DecidedBatch, TablePublication, TransactionLog, decided_batches
 from streams.errors import ProducerFencedError
 
@@ -78,7 +78,7 @@ def test_publishing_after_a_known_version_is_one_commit_with_checkpoints_at_the_
         batch = staged_batch(topic, seq, records([f"k{seq}"]))
         log.decide(batch)
         published = {}
-        log.publish(batch, lambda name, uri: DeltaTable(uri), lambda name, version: published.update({name: version}), known_versions={topic.name: (known, 3)})
+        log.publish(batch, lambda name, uri: DeltaTable(uri), lambda name, version: published.update({name: version}), known_versions={topic.name: KnownVersion(known, 3)})
         assert published == {topic.name: known + 1}
         known += 1
     reloaded = DeltaTable(topic.uri)
@@ -95,7 +95,7 @@ def test_publishing_after_a_known_version_that_someone_else_took_is_refused(setu
     batch = staged_batch(topic, 0, records(["a"]))
     log.decide(batch)
     with pytest.raises(CommitFailedError):
-        log.publish(batch, lambda name, uri: stale_at(uri, known), known_versions={topic.name: (known, 100)})
+        log.publish(batch, lambda name, uri: stale_at(uri, known), known_versions={topic.name: KnownVersion(known, 100)})
     assert topic.read()["key"].to_pylist() == ["foreign"]
 
 

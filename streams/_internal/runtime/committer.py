@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from conf import StreamsConfig
 from conf.errors import BatchTimedOutError
-from sinks import DataFile, append_at, checkpoint_due, commit_files, open_table, under_root
+from sinks import DataFile, KnownVersion, append_at, checkpoint_if_due, commit_files, open_table, under_root
 from sinks.transaction import DecidedBatch, TablePublication, TransactionLog
 from streams._internal.runtime.consolidate import consolidate
 from streams._internal.runtime.crashpoints import crash_point
@@ -76,7 +76,7 @@ class ExactlyOnce:
         with phases.time("publish"):
             txlog.publish(
                 batch, lambda topic, uri: self.registry.delta_table(topic), self._on_published(batch),
-                known_versions={t: (self.registry.version(t), self.registry.checkpoint_interval(t)) for t in batch.tables},
+                known_versions={t: KnownVersion(self.registry.version(t), self.registry.checkpoint_interval(t)) for t in batch.tables},
             )
 
     def _on_published(self, batch: DecidedBatch):
@@ -99,9 +99,7 @@ def append_after(registry: TopicRegistry, topic: str, files) -> int:
     if version is None:
         table = registry.delta_table(topic)
         return commit_files(table, files, schema=registry.layout(topic).table_schema(), exclusive=True)
-    if checkpoint_due(version, registry.checkpoint_interval(topic)):
-        registry.committed(topic, version)
-        registry.delta_table(topic).create_checkpoint()
+    checkpoint_if_due(version, registry.checkpoint_interval(topic), lambda: registry.delta_table(topic))
     return version
 
 
