@@ -408,6 +408,10 @@ class Topic:
     def read_files(self, files: Sequence[delta_log.DataFile]) -> pa.Table:
         if not files:
             return self.layout.record_schema().empty_table()
+        if all(f.min_offset >= 0 for f in files):
+            # A snapshot lists files in no particular order: ordering the files is free, ordering
+            # their records afterwards took a third of reading 1M events.
+            files = sorted(files, key=lambda f: (f.partition, f.min_offset))
         tables = []
         for f in files:
             try:

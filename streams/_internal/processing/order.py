@@ -17,10 +17,10 @@ import numpy as np
 
 def merge_order(timestamps: Sequence[np.ndarray]) -> np.ndarray:
     """Positions (into the concatenation of the inputs' records) in merged order."""
+    # Each input's running maximum never decreases, and a stable sort keeps equal keys in
+    # concatenation order (by input, then position): the k-way merge, ties to the lower input.
     keys = np.concatenate([np.maximum.accumulate(t) if len(t) else t for t in timestamps])
-    inputs = np.concatenate([np.full(len(t), i) for i, t in enumerate(timestamps)])
-    positions = np.concatenate([np.arange(len(t)) for t in timestamps])
-    return np.lexsort((positions, inputs, keys))
+    return np.argsort(keys, kind="stable")
 
 
 def sequence_numbers(timestamps: Sequence[np.ndarray]) -> list[np.ndarray]:

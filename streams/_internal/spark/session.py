@@ -106,18 +106,23 @@ def spark_session(config: StreamsConfig):
     if config.delta_spark is DeltaSpark.ON:
         delta_spark.require(spark)  # a session that was running already may lack it
     spark.sparkContext.setLogLevel("WARN")
-    _quiet_checkpoint_interrupts(spark)
+    _quiet_expected_warnings(spark)
     spark.dataSource.register(DeltaTopicSource)
     return spark
 
 
-def _quiet_checkpoint_interrupts(spark) -> None:
-    """Stopping a query (the application's end, or a restart) interrupts the checkpoint write it
-    may be in, and Hadoop's local filesystem logs that as a WARN with a 60-line Java stack trace.
-    Our Spark checkpoints are disposable (progress lives in the transaction logs), so that is
-    never news to a user; other errors of that class still show."""
+def _quiet_expected_warnings(spark) -> None:
+    """Two WARNs of Spark's that are never news here, silenced (other errors of their loggers still show):
+    - stopping a query (the application's end, or a restart) interrupts the checkpoint write it
+      may be in, and Hadoop's local filesystem logs that with a 60-line Java stack trace; our
+      Spark checkpoints are disposable (progress lives in the transaction logs);
+    - the query's processing-time interval is only how often it looks for ticks (the trigger
+      keeps the commit interval itself), so "Current batch is falling behind" would be logged for
+      nearly every trigger."""
     jvm = spark.sparkContext._jvm
     try:
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel("org.apache.hadoop.util.Shell", jvm.org.apache.logging.log4j.Level.ERROR)
+        error = jvm.org.apache.logging.log4j.Level.ERROR
+        for logger in ("org.apache.hadoop.util.Shell", "org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor"):
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(logger, error)
     except Exception:  # another logging backend (a cluster's own log4j setup): keep its output as configured
         pass
