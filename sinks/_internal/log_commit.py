@@ -17,6 +17,7 @@ told.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -218,7 +219,14 @@ def _store(uri: str):
     if is_object_store(uri):
         parsed = urlparse(uri)
         options = current_storage_options()
-        config = {_S3_OPTIONS[k]: v for k, v in options.items() if k in _S3_OPTIONS}
-        client = {"allow_http": options.get("AWS_ALLOW_HTTP", "false").lower() == "true"}
-        return S3Store(parsed.netloc, config=config, client_options=client), parsed.path.strip("/") + "/"
+        config = tuple(sorted((_S3_OPTIONS[k], v) for k, v in options.items() if k in _S3_OPTIONS))
+        allow_http = options.get("AWS_ALLOW_HTTP", "false").lower() == "true"
+        return _s3_store(parsed.netloc, config, allow_http), parsed.path.strip("/") + "/"
     return LocalStore(os.path.abspath(unquote(urlparse(uri).path) if uri.startswith("file://") else uri)), ""
+
+
+@functools.lru_cache(maxsize=16)
+def _s3_store(bucket: str, config: tuple[tuple[str, str], ...], allow_http: bool) -> S3Store:
+    # One client per bucket and settings, kept: its connections stay open between commits (a new
+    # client per commit paid a connection setup on every commit).
+    return S3Store(bucket, config=dict(config), client_options={"allow_http": allow_http})

@@ -79,6 +79,7 @@ class InputWatcher(threading.Thread):
             self._latest.update({t: kafka.latest(t) for t in kafka.topics})
         self._kafka_polled = time.monotonic()
         self._stopping = threading.Event()
+        self._refreshing = threading.Lock()
 
     def latest(self) -> dict:
         """Per input topic, its latest version (a Kafka topic: the end offset per partition)."""
@@ -94,17 +95,23 @@ class InputWatcher(threading.Thread):
     def run(self) -> None:
         while not self._stopping.wait(self.interval_s):
             try:
-                for topic, uri in self.uris.items():
-                    self._latest[topic] = latest_version(uri, self._latest[topic])
-                if self.kafka is not None and time.monotonic() - self._kafka_polled >= self.kafka.config.poll_interval_ms / 1000:
-                    self._kafka_polled = time.monotonic()
-                    for topic in self.kafka.topics:
-                        self._latest[topic] = self.kafka.latest(topic)
+                self.refresh()
             except Exception:  # noqa: BLE001 - a transient read error: try again next round
                 log.debug("watching the input topics failed", exc_info=True)
                 continue
             if self.pending() or (self.due is not None and self.due()):
                 self.on_input()
+
+    def refresh(self) -> None:
+        """Look at the input topics now (the poll does it every ``interval_s``; a trigger that
+        just ended does it too, rather than wait up to a poll interval to hear of new input)."""
+        with self._refreshing:  # the poll's and a trigger's look must not overwrite a newer version with an older one
+            for topic, uri in self.uris.items():
+                self._latest[topic] = latest_version(uri, self._latest[topic])
+            if self.kafka is not None and time.monotonic() - self._kafka_polled >= self.kafka.config.poll_interval_ms / 1000:
+                self._kafka_polled = time.monotonic()
+                for topic in self.kafka.topics:
+                    self._latest[topic] = self.kafka.latest(topic)
 
     def stop(self) -> None:
         self._stopping.set()

@@ -110,7 +110,7 @@ class Trigger:
         self._stop = threading.Event()
         self.commit_interval_s = commit_interval_s
         """Least time from one trigger's start to the next one's (the query's own trigger
-        interval is 0, see :meth:`_wait_for_interval`)."""
+        interval only says how often it looks for ticks, see :meth:`_wait_for_interval`)."""
         self._last_start = float("-inf")
         self.last_batch_id = -1
         self.history: deque[BatchMetrics] = deque(maxlen=HISTORY)
@@ -130,10 +130,25 @@ class Trigger:
             if self.stopping:
                 return
             self._last_start = time.monotonic()
+            self._refresh_inputs()
             self.run(batch_id, self.watcher.latest())
             self.last_batch_id = batch_id
-            if self.watcher.pending():  # a bounded batch left input behind: next trigger at once
-                self.ticks.tick()
+            self._tick_if_pending()
+
+    def _refresh_inputs(self) -> None:
+        """The input topics' versions as of now, not of the watcher's last poll (up to half an
+        interval old): a trigger takes what was appended just before it."""
+        try:
+            self.watcher.refresh()
+        except Exception:  # noqa: BLE001 - a transient read error: the watcher's poll looks again
+            log.debug("looking for new input failed", exc_info=True)
+
+    def _tick_if_pending(self) -> None:
+        """Input left behind by a bounded batch, or appended while the trigger ran: the next
+        trigger at once (after the interval), not after the watcher's next poll."""
+        self._refresh_inputs()
+        if self.watcher.pending():
+            self.ticks.tick()
 
     @property
     def stopping(self) -> bool:
