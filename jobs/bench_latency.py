@@ -86,7 +86,7 @@ def steady_latency(spark, root: str, *, guarantee: str, interval_ms: int, rate: 
     appended = SteadyGenerator(topic, rate, duration_s=duration_s).run()  # the queries run in Spark's threads meanwhile
     spark_durations = _spark_durations(app.query.recentProgress if app.query is not None else [])
     app.run(until_caught_up=True, timeout_s=600)
-    profile = {"trigger_ms": spark_durations, **_phases(app.history)}
+    profile = {"trigger_ms": spark_durations, **_phases(app.history), "drift": _phase_drift(app.history)}
     latencies = output_latencies(root)
     cadence = commit_cadence(root)
     if latencies.size == 0:
@@ -126,6 +126,28 @@ def _phases(history) -> dict[str, dict[str, float]]:
     return out
 
 
+def _phase_drift(history, min_change_ms: float = 2.0) -> dict[str, tuple[float, float]]:
+    """Where a drift comes from: each phase's median over the first tenth of the triggers with
+    input and over the last tenth, for the phases that changed by more than ``min_change_ms``."""
+    batches = sorted({m.batch_id for m in history if m.records_in})
+    if len(batches) < 20:
+        return {}
+    tenth = len(batches) // 10
+    first, last = set(batches[:tenth]), set(batches[-tenth:])
+    before = _phases([m for m in history if m.batch_id in first])
+    after = _phases([m for m in history if m.batch_id in last])
+    drift = {}
+    for side in ("driver_ms", "tasks_ms"):
+        for name, ms in before[side].items():
+            late = after[side].get(name, 0.0)
+            if abs(late - ms) > min_change_ms:
+                drift[f"{side[:-3]} {name}"] = (ms, late)
+    whole = (before["plan_to_last_commit_ms"], after["plan_to_last_commit_ms"])
+    if None not in whole and abs(whole[1] - whole[0]) > min_change_ms:
+        drift["plan to last commit"] = whole
+    return drift
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=int, default=2000, help="input events per second")
@@ -153,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  our part of a trigger, plan to last commit (median ms): {p['plan_to_last_commit_ms']}")
     print(f"  driver phases per sub-topology (median ms): {p['driver_ms']}")
     print(f"  task phases per sub-topology, summed over its tasks (median ms): {p['tasks_ms']}")
+    if p["drift"]:
+        print("  phases that changed from the first tenth of the triggers to the last (median ms): " + ", ".join(f"{k} {a:.0f} -> {b:.0f}" for k, (a, b) in p["drift"].items()))
     print(json.dumps(stats))
     return 0
 
