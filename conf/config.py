@@ -78,6 +78,12 @@ class StreamsConfig:
     """A trigger with at most this many input records runs as one Spark task (stage after stage
     in it): Spark's fixed cost per stage outweighs a small batch's work. 0: always one Spark task
     per deltastreams task."""
+    sticky_tasks: bool = True
+    """On a cluster: each task runs on the executor holding its current stores whenever that one
+    is free within ``spark.locality.wait``, anywhere otherwise (and at once when it is gone)."""
+    num_standby_replicas: int = 0
+    """On a cluster: how many other executors keep a warm copy of each task's stores (Kafka
+    Streams' ``num.standby.replicas``), so a moved task restores only the last batch's tail."""
     idle_close: timedelta | None = None
     """Wall-clock completeness, beyond Kafka (off: None). A task whose input has brought no record
     for this long starts moving its stream time with the wall clock, so windows, sessions and
@@ -112,6 +118,8 @@ class StreamsConfig:
             raise ConfigError(f"num_partitions must be >= 0, got {self.num_partitions}", setting="num_partitions")
         if self.single_task_records < 0:
             raise ConfigError(f"single_task_records must be >= 0, got {self.single_task_records}", setting="single_task_records")
+        if self.num_standby_replicas < 0:
+            raise ConfigError(f"num_standby_replicas must be >= 0, got {self.num_standby_replicas}", setting="num_standby_replicas")
         if self.idle_close is not None and self.idle_close <= timedelta(0):
             raise ConfigError(
                 f"idle_close_ms must be positive, or -1 to turn idle close off, got {self.idle_close}", setting="idle_close_ms"
@@ -136,14 +144,24 @@ class StreamsConfig:
 
     @property
     def local_state_dir(self) -> str:
+        """The state directory on this machine (the driver's: see :attr:`state_under_tmp`)."""
         if self.state_dir:
             return self.state_dir
-        if "://" in self.root and not self.root.startswith("file://"):
-            # Like Kafka Streams' default state.dir (java.io.tmpdir/kafka-streams), but one per
-            # root, so two applications of one id on two roots never share a store.
-            scheme, _, rest = self.root.partition("://")
-            return str(Path(tempfile.gettempdir()) / "deltastreams" / scheme / rest.strip("/") / "state")
+        if self.state_under_tmp is not None:
+            return str(Path(tempfile.gettempdir()) / self.state_under_tmp)
         return str(Path(self.root) / "state")
+
+    @property
+    def state_under_tmp(self) -> str | None:
+        """For an object-store root with no ``state_dir``: the state directory's path under the
+        temporary directory of whichever machine runs a task (each resolves it itself, so every
+        host of a cluster keeps its stores on its own disk, under its own ``TMPDIR``)."""
+        if self.state_dir or "://" not in self.root or self.root.startswith("file://"):
+            return None
+        # Like Kafka Streams' default state.dir (java.io.tmpdir/kafka-streams), but one per root,
+        # so two applications of one id on two roots never share a store.
+        scheme, _, rest = self.root.partition("://")
+        return str(Path("deltastreams") / scheme / rest.strip("/") / "state")
 
     @property
     def dlq_topic(self) -> str:
@@ -203,11 +221,12 @@ class StreamsConfig:
                 values["delta_spark"] = enum_value(DeltaSpark, values["delta_spark"], "delta_spark")
             if "on_bad_record" in values:
                 values["on_bad_record"] = enum_value(BadRecordPolicy, values["on_bad_record"], "on_bad_record")
-            for name in ("num_partitions", "max_records_per_batch", "single_task_records"):
+            for name in ("num_partitions", "max_records_per_batch", "single_task_records", "num_standby_replicas"):
                 if name in values:
                     values[name] = int(values[name])
-            if "caching" in values:
-                values["caching"] = boolean(values["caching"], "caching")
+            for name in ("caching", "sticky_tasks"):
+                if name in values:
+                    values[name] = boolean(values[name], name)
         except ValueError as e:
             raise ConfigError(f"invalid configuration value: {e}") from None
         values["late_records_topic"] = values.get("late_records_topic") or None

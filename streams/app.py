@@ -131,6 +131,7 @@ class StreamsApp:
             dead_letter_topic=self.config.dlq_topic,
             idle_close=self.config.idle_close_ms is not None,
             storage_options=dict(self.config.storage_options),
+            state_under_tmp=self.config.state_under_tmp,
         )
         self._warm_up_hosts(settings, shipped)
         self.committer = Committer(self.registry)
@@ -146,7 +147,10 @@ class StreamsApp:
         inputs = InputLog(uris, self.config.max_records_per_batch)
         planner = Planner(self.topology, self.registry, inputs, settings, shipped, {s: c.entry for s, c in compiled.items()}, self.kafka)
         consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics}
-        job = TriggerJob(self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records)
+        job = TriggerJob(
+            self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records,
+            sticky_tasks=self.config.sticky_tasks, standby_replicas=self.config.num_standby_replicas,
+        )  # fmt: skip
         self.trigger = Trigger(
             planner, job, self.committer, self.registry, self.progress, poll_interval_s=self._poll_interval_s,
             commit_interval_s=self.config.commit_interval.total_seconds(), idle_clock=self._idle_clock(),
@@ -431,5 +435,5 @@ def _last_recorded_batch(query) -> int:
 
 
 def _ping_host(settings: BatchSettings, shipped: ShippedTopology, task: str, idle_timeout_s: float) -> None:
-    name = task_host.host_name(settings.state_dir, settings.application_id, task)
+    name = task_host.host_name(settings.local_state_dir(), settings.application_id, task)
     task_host.call(name, ("ping", shipped), idle_timeout_s=idle_timeout_s)

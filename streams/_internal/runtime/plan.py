@@ -21,7 +21,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import pickle
+import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
@@ -132,6 +134,7 @@ class BatchSettings:
 
     application_id: str
     state_dir: str
+    """The driver's state directory (every host's, unless ``state_under_tmp`` is set)."""
     caching: bool
     fail_on_bad_record: bool
     late_records_topic: str | None
@@ -141,6 +144,15 @@ class BatchSettings:
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     """How to reach an object-store root (``StreamsConfig.storage_options``): tasks set them for
     their process before touching a file. Not in the repr: secrets."""
+    state_under_tmp: str | None = None
+    """Set when each host keeps state under its own temporary directory (an object-store root
+    without ``state_dir``: :attr:`conf.StreamsConfig.state_under_tmp`)."""
+
+    def local_state_dir(self) -> str:
+        """The state directory on the machine that calls this (a task's host)."""
+        if self.state_under_tmp is None:
+            return self.state_dir
+        return os.path.join(tempfile.gettempdir(), self.state_under_tmp)
 
 
 _LOADED: dict[str, Topology] = {}
@@ -224,6 +236,10 @@ class TaskOutcome:
     next_close_ms: int | None = None
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds per phase inside the task: read, merge, restore, process, write."""
+    location: str | None = None
+    """The Spark executor that ran it (``executor_<host>_<id>``), None in local mode."""
+    standby: bool = False
+    """A standby's catch-up (``restored_entries`` then counts what the warm copy applied)."""
 
     def to_json(self) -> str:
         raw = asdict(self)

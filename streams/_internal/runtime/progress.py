@@ -15,7 +15,9 @@ log = logging.getLogger("deltastreams")
 class MetricsFile:
     """Appends one JSON line per committed micro-batch to a file: ``time`` (epoch s, batch end),
     ``subtopology``, ``batch_id``, ``tasks``, the record counts, ``total_ms``, ``process_ms``,
-    ``commit_ms``, ``phases`` (driver side) and ``task_phases`` (summed over tasks), in ms.
+    ``commit_ms``, ``phases`` (driver side) and ``task_phases`` (summed over tasks), in ms; on a
+    cluster also ``task_locations`` (partition -> executor), ``task_restored_entries`` (partition ->
+    changelog entries read back) and ``standby_entries`` (applied by standby copies).
 
     The file is opened per line, in append mode, so it may be moved away while the job runs; a
     reader following a live job keeps only lines that end in a newline."""
@@ -40,6 +42,10 @@ class MetricsFile:
             "phases": {name: _ms(seconds) for name, seconds in metrics.phases.items()},
             "task_phases": {name: _ms(seconds) for name, seconds in metrics.task_phases.items()},
         }
+        if metrics.task_locations:  # a cluster: where each task ran, what moving cost it
+            line["task_locations"] = metrics.task_locations
+            line["task_restored_entries"] = metrics.task_restored_entries
+            line["standby_entries"] = metrics.standby_entries
         with open(self.path, "a") as f:
             f.write(json.dumps(line) + "\n")
 

@@ -20,11 +20,11 @@ import pyarrow as pa
 
 from sinks import DataFile, Topic, use_storage_options
 from sinks.kafka import read_range
-from state import StoreCorruptedError, TaskStores
+from state import ChangelogPosition, StoreCorruptedError, TaskStores
 from streams._internal.processing.task import TaskProcessor
 from streams._internal.runtime.collector import RecordCollector, collect
 from streams._internal.runtime.merge import merge_fresh
-from streams._internal.runtime.plan import BatchPlan, SubtopologyPlan, TaskOutcome, TaskPlan
+from streams._internal.runtime.plan import BatchPlan, BatchSettings, SubtopologyPlan, TaskOutcome, TaskPlan
 from streams._internal.runtime.timing import Phases
 
 log = logging.getLogger("deltastreams")
@@ -121,6 +121,18 @@ class TaskExecutor:
         outcome.idle_advanced, outcome.next_close_ms = result.idle_advanced, result.next_close_ms
         outcome.phases = dict(phases)
         return outcome
+
+    def catch_up(self, settings: BatchSettings, positions: Mapping[str, ChangelogPosition]) -> int:
+        """As a standby: apply the committed changelog entries this copy lacks; returns how many.
+
+        The next batch that runs here then reads only what was committed since (Kafka Streams'
+        standby tasks)."""
+        use_storage_options(settings.storage_options)
+        try:
+            self.stores.prepare(positions)
+            return sum(r.entries for r in self.stores.restores)
+        finally:
+            self.stores.abort()
 
     def close(self) -> None:
         self.stores.close()

@@ -91,7 +91,7 @@ def _connect(name: str) -> socket.socket | None:
     return sock
 
 
-def _executor_pid() -> int:
+def executor_pid() -> int:
     """The JVM this Python worker serves: the parent of Spark's Python daemon (our parent)."""
     try:
         with open(f"/proc/{os.getppid()}/stat") as f:
@@ -127,11 +127,11 @@ def _wait_for(name: str, what: str) -> socket.socket:
 
 
 def _start_host(name: str, idle_timeout_s: float) -> None:
-    executor_pid = _executor_pid()
-    factory = _connect(_factory_name(executor_pid))
+    executor = executor_pid()
+    factory = _connect(_factory_name(executor))
     if factory is None:
-        _spawn_factory(executor_pid)
-        factory = _wait_for(_factory_name(executor_pid), "task host factory")
+        _spawn_factory(executor)
+        factory = _wait_for(_factory_name(executor), "task host factory")
     with factory:
         _send(factory, pickle.dumps((name, idle_timeout_s)))
         _receive(factory)
@@ -282,9 +282,15 @@ def serve(listener: socket.socket, name: str, idle_timeout_s: float, watch_pid: 
                         payload.load()
                         _send(connection, pickle.dumps((True, None)))
                         continue
+                    if kind == "standby":  # a warm copy: catch the stores up, process nothing
+                        settings, task_id, positions = payload
+                        if executor is None:
+                            executor = TaskExecutor(settings.local_state_dir(), settings.application_id, task_id)
+                        _send(connection, pickle.dumps((True, executor.catch_up(settings, positions))))
+                        continue
                     plan, task, staged, records = payload
                     if executor is None:
-                        executor = TaskExecutor(plan.settings.state_dir, plan.settings.application_id, task.task_id)
+                        executor = TaskExecutor(plan.settings.local_state_dir(), plan.settings.application_id, task.task_id)
                     reply = (True, _run(executor, plan, task, staged, records).to_json())
                 except Exception as e:  # noqa: BLE001 - reported to the Spark task, which fails
                     reply = (False, f"{type(e).__name__}: {e}\n{traceback.format_exc()}")

@@ -35,6 +35,7 @@ from sinks import DataFile
 from streams._internal.runtime import task_host
 from streams._internal.runtime.plan import BatchPlan, SubtopologyPlan, TaskOutcome, TaskPlan
 from streams._internal.spark.catalyst import apply_catalyst_steps
+from streams._internal.spark.locality import Placement, executor_location, placed_rdd
 from streams._internal.spark.source import STORAGE_OPTIONS
 from topology.compile import CompiledSubtopology
 from topology.graph import Topology
@@ -51,11 +52,38 @@ def _single(plan: BatchPlan, sub: SubtopologyPlan) -> BatchPlan:
 
 def _run_on_host(plan: BatchPlan, task: TaskPlan, staged, records=None, *, idle_timeout_s: float, start: bool = True) -> TaskOutcome:
     settings = plan.settings
-    name = task_host.host_name(settings.state_dir, settings.application_id, task.task_id)
+    name = task_host.host_name(settings.local_state_dir(), settings.application_id, task.task_id)
     sub = plan.subtopology(task.subtopology)
     request = ("run", (_single(plan, sub), task, dict(staged), records))
     reply = task_host.call(name, request, idle_timeout_s=idle_timeout_s, start=start)
-    return TaskOutcome.from_json(reply)
+    outcome = TaskOutcome.from_json(reply)
+    outcome.location = executor_location()
+    return outcome
+
+
+def _standby_on_host(plan: BatchPlan, task: TaskPlan, *, idle_timeout_s: float) -> TaskOutcome:
+    """A warm copy of ``task``'s stores on this executor, caught up with what is committed."""
+    settings = plan.settings
+    name = task_host.host_name(settings.local_state_dir(), settings.application_id, task.task_id)
+    entries = task_host.call(name, ("standby", (settings, task.task_id, task.changelogs)), idle_timeout_s=idle_timeout_s)
+    return TaskOutcome(task.subtopology, task.partition, restored_entries=entries, location=executor_location(), standby=True)
+
+
+def _placed_task(plan: BatchPlan, targets: list[tuple[int, int, bool]], consumers, seeded, idle_timeout_s: float, index: int, items) -> Iterator[tuple]:
+    """Partition ``index`` of a placed stage (:meth:`TriggerJob._run_placed`): one task, or one
+    standby's catch-up."""
+    for _ in items:  # the partition's index as text: consumed, so the Python worker is reused
+        pass
+    sub_id, partition, standby = targets[index]
+    task = plan.subtopology(sub_id).tasks[partition]
+    if standby:
+        yield (OUTCOME,), _standby_on_host(plan, task, idle_timeout_s=idle_timeout_s).to_json()
+        return
+    staged: dict[str, list[tuple[int, DataFile]]] = defaultdict(list)
+    for topic, writer, file in seeded.get((sub_id, partition), ()):
+        staged[topic].append((writer, DataFile(**file)))
+    if staged or _has_work(task):
+        yield from _emit(_run_on_host(plan, task, staged, idle_timeout_s=idle_timeout_s), consumers)
 
 
 def _emit(outcome: TaskOutcome, consumers: Mapping[str, int]) -> Iterator[tuple]:
@@ -155,6 +183,9 @@ class TriggerJob:
         consumers: Mapping[str, int],
         idle_timeout_s: float,
         single_task_records: int,
+        *,
+        sticky_tasks: bool = True,
+        standby_replicas: int = 0,
     ) -> None:
         self.spark = spark
         self.topology = topology
@@ -166,6 +197,10 @@ class TriggerJob:
         self.single_task_records = single_task_records
         self.in_driver = spark.sparkContext.master.startswith("local")
         """Local mode: a small trigger's tasks may be called from the driver (same machine)."""
+        self.placement = Placement(standby_replicas) if sticky_tasks and not self.in_driver else None
+        """On a cluster: where each task's stores are current (:mod:`streams._internal.spark.locality`)."""
+        self.standby_entries = 0
+        """Changelog entries the standby copies applied during the last trigger."""
 
     def run(self, plan: BatchPlan) -> list[TaskOutcome]:
         outcomes: list[TaskOutcome] = []
@@ -178,6 +213,10 @@ class TriggerJob:
                         for key, value in list(_emit(outcome, self.consumers))[1:]:
                             seeded[(key[1], key[2])].append(value)
         sc = self.spark.sparkContext
+        if self.placement is not None:
+            outcomes += self._run_placed(plan, seeded)
+            self.placement.record(outcomes)
+            return outcomes
         descriptor_subs = [sub for stage in plan.stages for sub in stage if self.compiled[sub.id].mode == "descriptors"]
         if descriptor_subs and _input_records(descriptor_subs) <= self.single_task_records:
             run_all = functools.partial(_all_tasks, _without_records_mode(plan, self.compiled), self.consumers, dict(seeded), self.idle_timeout_s)
@@ -201,6 +240,62 @@ class TriggerJob:
         if rdd is not None:
             outcomes += [TaskOutcome.from_json(value) for key, value in rdd.collect() if key[0] == OUTCOME]
         return outcomes
+
+    def _run_placed(self, plan: BatchPlan, seeded: dict[tuple[int, int], list]) -> list[TaskOutcome]:
+        """The descriptor-mode stages on a cluster, each a Spark job whose partitions prefer the
+        executor holding their task's current stores.
+
+        A job per stage, not one job with a shuffle between stages: a shuffle's partitions go
+        where its map outputs are, never where a store is. The fresh files a stage staged reach
+        the next one through the driver (descriptors only, a few hundred bytes a task). Never
+        one Spark task for a small trigger either: that would gather every store on one host.
+        Standby copies catch up in the first stage's job, beside the tasks (they need nothing
+        from this trigger: they apply what earlier ones committed)."""
+        placement = self.placement
+        assert placement is not None
+        placement.retain(_alive_executors(self.spark.sparkContext))
+        outcomes: list[TaskOutcome] = []
+        self.standby_entries = 0
+        first = True
+        for stage in plan.stages:
+            targets = [(sub.id, t.partition, False) for sub in stage if self.compiled[sub.id].mode == "descriptors" for t in sub.tasks]
+            if first and placement.standby_replicas:
+                targets += [
+                    (sub.id, t.partition, True)
+                    for stage_ in plan.stages for sub in stage_ if self.compiled[sub.id].mode == "descriptors"
+                    for t in sub.tasks if t.changelogs
+                    for _ in placement.standbys(t.task_id)
+                ]  # fmt: skip
+            if not targets:
+                continue
+            locations = self._locations(targets)
+            run = functools.partial(_placed_task, plan, targets, self.consumers, dict(seeded), self.idle_timeout_s)
+            for key, value in placed_rdd(self.spark.sparkContext, locations).mapPartitionsWithIndex(run).collect():
+                if key[0] == OUTCOME:
+                    outcome = TaskOutcome.from_json(value)
+                    if outcome.standby:
+                        self.standby_entries += outcome.restored_entries
+                        placement.record([outcome])
+                    else:
+                        outcomes.append(outcome)
+                else:
+                    seeded[(key[1], key[2])].append(value)
+            first = False
+        return outcomes
+
+    def _locations(self, targets: list[tuple[int, int, bool]]) -> list[list[str]]:
+        placement = self.placement
+        assert placement is not None
+        locations = []
+        standbys_taken: dict[str, int] = defaultdict(int)
+        for sub_id, partition, standby in targets:
+            task = f"{sub_id}_{partition}"
+            if standby:
+                locations.append(placement.standbys(task)[standbys_taken[task]:][:1])
+                standbys_taken[task] += 1
+            else:
+                locations.append(placement.preferred(task))
+        return locations
 
     def _run_in_driver(self, run_all) -> list[tuple] | None:
         """A small trigger's items, from the task hosts called by the driver itself; None if that
@@ -248,6 +343,11 @@ class TriggerJob:
         frame = apply_catalyst_steps(compiled, self.topology, frame)
         task_fn = functools.partial(_records_task, plan, sub.id, topic, self.idle_timeout_s)
         return outcomes + [TaskOutcome.from_json(row.outcome) for row in frame.mapInArrow(task_fn, "outcome string").collect()]
+
+
+def _alive_executors(sc) -> set[str]:
+    """Ids of the executors the driver knows alive (a lost host's are gone from it)."""
+    return set(sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava(sc._jsc.sc().getExecutorIds()))
 
 
 def _input_records(subs) -> int:

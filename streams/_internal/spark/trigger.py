@@ -16,7 +16,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from conf.errors import BatchTimedOutError
 from sinks import delete_file
@@ -62,6 +62,12 @@ class BatchMetrics:
     """Task-side time per phase, summed over the batch's tasks (merge, read, restore, process, write)."""
     started_at: float = 0.0
     """Wall-clock time (epoch seconds) the trigger started."""
+    task_locations: dict[int, str] = field(default_factory=dict)
+    """On a cluster: partition -> the executor its task ran on (``executor_<host>_<id>``)."""
+    task_restored_entries: dict[int, int] = field(default_factory=dict)
+    """Partition -> changelog entries its task read back (it ran away from its current stores)."""
+    standby_entries: int = 0
+    """Entries the standby copies applied during the trigger (all sub-topologies)."""
 
     def line(self) -> str:
         return (
@@ -249,6 +255,9 @@ class Trigger:
                 phases=dict(sub_phases),
                 task_phases=dict(task_phases),
                 started_at=started_at,
+                task_locations={o.partition: o.location for o in mine if o.location is not None},
+                task_restored_entries={o.partition: o.restored_entries for o in mine if o.restored_entries},
+                standby_entries=self.job.standby_entries,
             )
             self.history.append(metrics)
             self.progress.batch_done(metrics)
