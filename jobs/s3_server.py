@@ -77,13 +77,15 @@ def _free_port(taken: set[int], *, grpc_too: bool = False) -> int:
 class S3Server:
     process: subprocess.Popen
     port: int
-    directory: tempfile.TemporaryDirectory
-    log: object  # the server's output, a temporary file: a pipe nobody reads would block it
+    directory: tempfile.TemporaryDirectory | None
+    """The server's data and configuration when they go with it; None when the caller gave a directory."""
+    log: object  # the server's output, a file: a pipe nobody reads would block it
     bucket: str = BUCKET
+    host: str = "127.0.0.1"
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     @property
     def storage_options(self) -> dict[str, str]:
@@ -100,16 +102,24 @@ class S3Server:
         return "/".join([f"s3://{self.bucket}", *parts])
 
     @classmethod
-    def start(cls, bucket: str = BUCKET, timeout_s: float = 30.0) -> S3Server:
+    def start(
+        cls, bucket: str = BUCKET, timeout_s: float = 30.0, *, host: str = "127.0.0.1", directory: Path | None = None, launcher: tuple[str, ...] = ()
+    ) -> S3Server:
+        """On loopback by default. ``host``, ``directory`` and ``launcher`` are for a server on
+        another address that outlives this process (jobs.test_cluster: in a network namespace of its
+        own, started through ``launcher`` = ``ip netns exec <ns>``, its data and log kept in
+        ``directory``, which the caller removes)."""
         binary = weed_binary()
-        directory = tempfile.TemporaryDirectory(prefix="deltastreams-s3-")
-        config = Path(directory.name) / "s3.json"
+        owned = None if directory is not None else tempfile.TemporaryDirectory(prefix="deltastreams-s3-")
+        base = Path(owned.name) if owned is not None else Path(directory)
+        base.mkdir(parents=True, exist_ok=True)
+        config = base / "s3.json"
         config.write_text(json.dumps({"identities": [{
             "name": "deltastreams",
             "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
             "actions": ["Admin", "Read", "Write", "List", "Tagging"],
         }]}))
-        data = Path(directory.name) / "data"
+        data = base / "data"
         data.mkdir()
         taken: set[int] = set()
         s3_port = _free_port(taken, grpc_too=True)
@@ -118,18 +128,18 @@ class S3Server:
         ports = [f"-{name}={_free_port(taken)}" for name in (
             "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc", "admin.port", "admin.port.grpc",
         )]
-        log = tempfile.TemporaryFile()
+        log = tempfile.TemporaryFile() if owned is not None else open(base / "weed.log", "w+b")
         process = subprocess.Popen(
             [
-                str(binary), "mini", f"-dir={data}",
+                *launcher, str(binary), "mini", f"-dir={data}",
                 # Both: -ip alone still binds 0.0.0.0.
-                "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+                f"-ip={host}", f"-ip.bind={host}",
                 "-master.telemetry=false", "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
                 f"-s3.config={config}", f"-s3.port={s3_port}", *ports,
             ],
-            stdout=log, stderr=subprocess.STDOUT, cwd=directory.name, start_new_session=True,
+            stdout=log, stderr=subprocess.STDOUT, cwd=base, start_new_session=True,
         )
-        server = cls(process, s3_port, directory, log, bucket)
+        server = cls(process, s3_port, owned, log, bucket, host)
         try:
             server._create_bucket(time.monotonic() + timeout_s)
         except BaseException:
@@ -157,7 +167,7 @@ class S3Server:
         import pyarrow.fs as pafs
 
         return pafs.S3FileSystem(
-            access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION, endpoint_override=f"127.0.0.1:{self.port}", scheme="http", **kwargs
+            access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION, endpoint_override=f"{self.host}:{self.port}", scheme="http", **kwargs
         )
 
     def download(self, uri: str, directory: str | Path) -> None:
@@ -175,7 +185,8 @@ class S3Server:
         """SIGTERM, ~4 s for SeaweedFS to shut its components down, then SIGKILL; always waited for."""
         terminate(self.process, grace_s)
         self.log.close()
-        self.directory.cleanup()
+        if self.directory is not None:
+            self.directory.cleanup()
 
     def __enter__(self) -> S3Server:
         return self

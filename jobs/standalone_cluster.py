@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_MASTER_URL = re.compile(r"Starting Spark master at (spark://\S+)")
-_WORKER_REGISTERED = re.compile(r"Successfully registered with master")
+MASTER_URL_LINE = re.compile(r"Starting Spark master at (spark://\S+)")
+WORKER_REGISTERED_LINE = re.compile(r"Successfully registered with master")
 _START_TIMEOUT_S = 90.0
 
 
@@ -33,6 +33,11 @@ def spark_home() -> str:
     import pyspark
 
     return os.path.dirname(pyspark.__file__)
+
+
+def spark_class(main_class: str, arguments: list[str]) -> list[str]:
+    """The command that runs one of Spark's daemons (``...deploy.master.Master``, ``...Worker``)."""
+    return [os.path.join(spark_home(), "bin", "spark-class"), main_class, *arguments]
 
 
 def cluster_environment(python: str = sys.executable) -> dict[str, str]:
@@ -68,18 +73,18 @@ class StandaloneCluster:
     def start(self) -> StandaloneCluster:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._spawn("org.apache.spark.deploy.master.Master", ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0"], self.master_log)
-        self.master_url = _wait_for_line(self.master_log, _MASTER_URL, self._processes[0]).group(1)
+        self.master_url = wait_for_line(self.master_log, MASTER_URL_LINE, self._processes[0]).group(1)
         for index in range(self.workers):
             work_dir = self.worker_dir(index)
             work_dir.mkdir(exist_ok=True)
             arguments = ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0", "--cores", "1", "--memory", self.worker_memory]
             self._spawn("org.apache.spark.deploy.worker.Worker", [*arguments, "--work-dir", str(work_dir), self.master_url], work_dir / "worker.log")
         for index in range(self.workers):
-            _wait_for_line(self.worker_dir(index) / "worker.log", _WORKER_REGISTERED, self._processes[index + 1])
+            wait_for_line(self.worker_dir(index) / "worker.log", WORKER_REGISTERED_LINE, self._processes[index + 1])
         return self
 
     def _spawn(self, main_class: str, arguments: list[str], log: Path) -> None:
-        command = [os.path.join(spark_home(), "bin", "spark-class"), main_class, *arguments]
+        command = spark_class(main_class, arguments)
         with open(log, "wb") as out:
             # A process group of its own: stopping the cluster ends the JVM and anything it started.
             process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=cluster_environment(), start_new_session=True)
@@ -108,7 +113,7 @@ class StandaloneCluster:
         self.stop()
 
 
-def _wait_for_line(log: Path, pattern: re.Pattern, process: subprocess.Popen) -> re.Match:
+def wait_for_line(log: Path, pattern: re.Pattern, process: subprocess.Popen) -> re.Match:
     deadline = time.monotonic() + _START_TIMEOUT_S
     while time.monotonic() < deadline:
         match = pattern.search(log.read_text(errors="replace")) if log.exists() else None

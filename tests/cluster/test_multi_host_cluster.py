@@ -1,0 +1,144 @@
+"""The cluster recipe on several hosts (jobs.test_cluster): a master, three worker hosts, a driver
+host and the object store, each in a network namespace of its own with its own address and
+TMPDIR. The pageview job, spark-submitted from the driver host with an s3:// root, must run on
+executors of at least two worker hosts, keep each task's state on the disk of the host that ran
+it, and give the counts of an independent computation; killing a host must leave none of its
+processes and the others running. Skipped, with the reason, where namespaces cannot be created."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from chispa import assert_df_equality
+
+import jobs.pageview
+from jobs.pageview_reference import final_counts, source_events
+from jobs.standalone_cluster import spark_home
+from jobs.test_cluster import MultiHostCluster, NamespacesUnavailable, namespaces_unavailable, netns_pids
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+WINDOW_MS, GRACE_MS = 5000, 5000
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    reason = namespaces_unavailable()
+    if reason:
+        pytest.skip(f"cannot create network namespaces here: {reason}")
+    running = MultiHostCluster(tmp_path_factory.mktemp("hosts"), workers=3, worker_memory="1500m")
+    try:
+        running.up()  # removes whatever it created if it fails
+    except NamespacesUnavailable as e:
+        pytest.skip(f"cannot create network namespaces here: {e}")
+    try:
+        yield running
+    finally:
+        running.down()
+        assert running.leftovers() == []
+
+
+@pytest.fixture(scope="module")
+def pageview_run(cluster, tmp_path_factory):
+    """The job, generated and submitted from the driver host with its options on the command line
+    (no host has them in its environment); what it printed and where."""
+    work = tmp_path_factory.mktemp("driver-run")
+    root = cluster.uri("pageviews")
+    options = [arg for name, value in cluster.storage_options.items() for arg in ("--set", f"storage_options.{name}={value}")]
+    python = cluster.python
+    t0 = time.monotonic()
+    generate = cluster.run_on_driver(
+        [python, "-m", "jobs.pageview", "generate", "--root", root, "--events", "6000", "--seed", "11",
+         "--late-fraction", "0.1", "--max-lateness-ms", "20000", *options],
+        capture_output=True, text=True, cwd=work, timeout=300,
+    )  # fmt: skip
+    assert generate.returncode == 0, generate.stderr[-3000:]
+    submit = [
+        str(Path(spark_home()) / "bin" / "spark-submit"),
+        "--master", cluster.master_url,
+        "--executor-memory", "1g",
+        "--conf", "spark.sql.shuffle.partitions=3",
+        jobs.pageview.__file__, "run", "--root", root, "--until-caught-up",
+        "--window-ms", str(WINDOW_MS), "--grace-ms", str(GRACE_MS), "--commit-interval-ms", "200",
+        # a Spark stage per sub-topology and a Spark task per deltastreams task, so the work is spread
+        "--set", "single_task_records=0", *options,
+        "--log-file", str(work / "driver.log"),
+    ]  # fmt: skip
+    t1 = time.monotonic()
+    run = cluster.run_on_driver(submit, capture_output=True, text=True, cwd=work, timeout=600)
+    driver_output = run.stdout + run.stderr + ((work / "driver.log").read_text(errors="replace") if (work / "driver.log").exists() else "")
+    assert run.returncode == 0, driver_output[-4000:]
+    t2 = time.monotonic()
+    results = cluster.run_on_driver([python, "-m", "jobs.pageview", "results", "--root", root, *options], capture_output=True, text=True, timeout=300)
+    assert results.returncode == 0, results.stderr[-3000:]
+    print(f"generate {t1 - t0:.1f} s, submit {t2 - t1:.1f} s, results {time.monotonic() - t2:.1f} s")
+    return {"root": root, "work": work, "driver_output": driver_output, "results": results.stdout}
+
+
+def test_pageview_counts_from_the_cluster_equal_an_independent_computation(spark, cluster, pageview_run):
+    from sinks import use_storage_options
+
+    lines = pageview_run["results"].splitlines()
+    assert lines[0] == "category,window_start,window_end,count"
+    got = pd.DataFrame([line.split(",") for line in lines[1:]], columns=lines[0].split(","))
+    use_storage_options(cluster.storage_options)  # this process reaches the store over the bridge
+    try:
+        expected = final_counts(source_events(pageview_run["root"]), window_ms=WINDOW_MS, grace_ms=GRACE_MS)
+    finally:
+        use_storage_options(None)
+    assert len(expected) > 20
+    assert_df_equality(as_spark(spark, got), as_spark(spark, expected), ignore_row_order=True)
+
+
+def test_executors_ran_the_tasks_on_at_least_two_worker_hosts(cluster, pageview_run):
+    master_log = cluster.master_log.read_text(errors="replace")
+    launched = re.findall(r"Launching executor (app-\S+) on worker worker-\d+-([\d.]+)-\d+", master_log)
+    worker_addresses = {host.address for host in cluster.worker_hosts}
+    assert {address for _, address in launched} <= worker_addresses, master_log[-3000:]
+    # ... and did the work there: an executor log with tasks on >= 2 hosts, none in the driver
+    ran_tasks = {host.address for host in cluster.worker_hosts for log in Path(host.work_dir).glob("app-*/*/stderr") if "Running task" in log.read_text(errors="replace")}
+    assert len(ran_tasks) >= 2, (ran_tasks, master_log[-3000:])
+    assert "Starting executor ID driver" not in pageview_run["driver_output"]
+
+
+def stores_under(directory: str) -> set[str]:
+    """The task directories (``<state_dir>/<application id>/<task>``) of the pageview job under
+    ``directory`` (a host's TMPDIR, where the default state_dir for an s3:// root lies)."""
+    return {str(path.relative_to(directory)) for path in Path(directory).glob(f"deltastreams/s3/**/state/{jobs.pageview.APPLICATION_ID}/*") if path.is_dir()}
+
+
+# TODO(lead's runtime change): the default local_state_dir of an object-store root is resolved on
+# the driver today, so every executor writes its stores under the *driver host's* TMPDIR (the same
+# disk here, another machine's path on a real cluster). Once it is resolved on each executor host,
+# this passes: remove the xfail (strict, so an unexpected pass fails and says so).
+@pytest.mark.xfail(strict=True, reason="TODO: local_state_dir default is still resolved on the driver, not on each executor host")
+def test_each_worker_host_keeps_the_stores_of_its_tasks_under_its_own_tmpdir(cluster, pageview_run):
+    assert stores_under(cluster.hosts["driver"].tmpdir) == set(), "stores under the driver host's TMPDIR"
+    holding = {host.name: stores_under(host.tmpdir) for host in cluster.worker_hosts}
+    ran_tasks = {host.name for host in cluster.worker_hosts for log in Path(host.work_dir).glob("app-*/*/stderr") if "Running task" in log.read_text(errors="replace")}
+    assert {name for name, stores in holding.items() if stores} == ran_tasks, holding
+
+
+def test_kill_host_leaves_none_of_its_processes_and_the_others_go_on(cluster, pageview_run):
+    victim, others = cluster.worker(3), [cluster.worker(1), cluster.worker(2)]
+    before = {host.name: netns_pids(host.namespace) for host in others}
+    assert netns_pids(victim.namespace) and all(before.values())
+    killed = cluster.kill_host(3)
+    assert killed and netns_pids(victim.namespace) == []
+    # the other hosts' processes (their workers) are the same ones, and the master still answers
+    assert {host.name: set(before[host.name]) <= set(netns_pids(host.namespace)) for host in others} == {host.name: True for host in others}
+    deadline, view = time.monotonic() + 30, None
+    while time.monotonic() < deadline:  # the master sees the closed connection, not a 60 s timeout
+        view = cluster.master_workers()
+        if view and view.get(victim.address) == "DEAD":
+            break
+        time.sleep(0.5)
+    assert view == {victim.address: "DEAD", **{host.address: "ALIVE" for host in others}}, view
+
+
+def as_spark(spark, frame: pd.DataFrame):
+    return spark.createDataFrame(frame.astype({"window_start": "int64", "window_end": "int64", "count": "int64"}))
