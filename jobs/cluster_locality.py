@@ -8,7 +8,7 @@ losing a host costs, with and without standby copies.
 
 Brings up a test cluster (:mod:`jobs.test_cluster`: a master, three one-core worker hosts and a
 driver host in network namespaces of their own, the root on an S3 store), appends ``--events``
-pageviews of 100k users in ``--appends`` appends, and runs :mod:`jobs.user_counts` (a count per
+pageviews of ``--users`` users in ``--appends`` appends, and runs :mod:`jobs.user_counts` (a count per
 user: one store entry per user seen, over ``--partitions`` tasks) with spark-submit from the
 driver host, one append per batch. Reported from the job's metrics file: changelog entries read
 back per batch (the first ``--warm-up`` batches apart: a task's first batch on a host restores
@@ -80,7 +80,7 @@ def run(cluster: MultiHostCluster, args: argparse.Namespace, work: Path) -> dict
     options = [a for k, v in cluster.storage_options.items() for a in ("--set", f"storage_options.{k}={v}")]
     generate = cluster.run_on_driver(
         [sys.executable, "-m", "jobs.pageview", "generate", "--root", root, "--events", str(args.events), "--batches", str(args.appends),
-         "--source-partitions", "3", "--seed", "5", *options],
+         "--source-partitions", "3", "--seed", "5", "--users", str(args.users), *options],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     if generate.returncode:
@@ -108,6 +108,7 @@ def run(cluster: MultiHostCluster, args: argparse.Namespace, work: Path) -> dict
     batches = _batches(metrics_file)
     restored = restored_per_batch(batches, 1)
     report = {
+        "keys_of_state": len(user_counts.expected_counts(root, cluster.storage_options)),
         "sticky": args.sticky, "standbys": args.standbys, "events": args.events, "partitions": args.partitions, "job_seconds": round(seconds, 1),
         "restored_per_batch": restored, "steady_restored": sum(restored[args.warm_up:]),
         "standby_entries": sum(b.get("standby_entries", 0) for b in batches if b["subtopology"] == 1),
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", help="the cluster's directory (default: a new temporary one)")
     parser.add_argument("--events", type=int, default=400_000)
     parser.add_argument("--appends", type=int, default=10)
+    parser.add_argument("--users", type=int, default=200_000, help="distinct keys: the state holds one entry per user seen")
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--sticky", choices=("on", "off"), default="on")
     parser.add_argument("--standbys", type=int, default=0)

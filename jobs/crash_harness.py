@@ -122,10 +122,13 @@ def job_command(
     return command
 
 
-def run_once(command: list[str], *, crash_at: str | None, kill_after_s: float | None, log, archiver: Callable[[], LogArchiver] | None = None) -> str:
-    """Run the job once, archiving its commit files meanwhile (by default under its root);
-    returns how it ended: 'finished', 'crash-point' or 'killed'."""
-    env = dict(os.environ)
+def run_once(
+    command: list[str], *, crash_at: str | None, kill_after_s: float | None, log, archiver: Callable[[], LogArchiver] | None = None, environment: dict[str, str] | None = None
+) -> str:
+    """Run the job once (in ``environment``, by default this process's), archiving its commit
+    files meanwhile (by default under its root); returns how it ended: 'finished', 'crash-point'
+    or 'killed'."""
+    env = dict(os.environ if environment is None else environment)
     env.pop("DELTASTREAMS_CRASH_AT", None)
     if crash_at:
         env["DELTASTREAMS_CRASH_AT"] = crash_at

@@ -98,13 +98,14 @@ def generate(
     max_lateness_ms: int = 30_000,
     batches: int = 1,
     events_per_second: int = 10_000,
+    users: int = 100_000,
 ) -> int:
-    """Append ``events`` synthetic pageviews to ``pageview-events`` in ``batches`` appends."""
+    """Append ``events`` synthetic pageviews (of ``users`` users) to ``pageview-events`` in ``batches`` appends."""
     topic = input_topic(root, partitions)
     first = sum(topic.end_offsets().values())
     # The same events whatever the number of appends: generate once, then cut.
     records = generate_events(
-        events, seed=seed, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, first_index=first, events_per_second=events_per_second
+        events, seed=seed, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, first_index=first, events_per_second=events_per_second, users=users
     )
     per_batch = -(-events // max(batches, 1))
     for start in range(0, events, per_batch):
@@ -138,7 +139,7 @@ def generate_to_kafka(
     partitions = create_kafka_topic(topic, partitions)
     first = sum(end_offsets(topic, range(partitions)).values())
     records = generate_events(
-        events, seed=seed, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, first_index=first, events_per_second=events_per_second
+        events, seed=seed, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, first_index=first, events_per_second=events_per_second, users=users
     )
     return produce(topic, records, partitions)
 
@@ -267,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--duration-s", type=float, help="with --rate: for this long (default: until SIGTERM or SIGINT)")
     gen.add_argument("--status-file", help="with --rate: a JSON file rewritten about once a second with what was appended")
     gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--users", type=int, default=100_000, help="with --events: distinct users (keys of the input)")
     gen.add_argument("--source-partitions", type=int, default=2)
     gen.add_argument("--late-fraction", type=float, default=0.05)
     gen.add_argument("--max-lateness-ms", type=int, default=30_000)
@@ -352,6 +354,7 @@ def _command(args: argparse.Namespace) -> int:
             max_lateness_ms=args.max_lateness_ms,
             batches=args.batches,
             events_per_second=args.events_per_second,
+            users=args.users,
         )
         print(f"appended {n:,} events to {INPUT_TOPIC} under {args.root}", file=sys.stderr)
     elif args.command == "run":

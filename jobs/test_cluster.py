@@ -457,6 +457,51 @@ class MultiHostCluster:
                 states[worker["host"]] = worker["state"]
         return states
 
+    # ------------------------------------------------------------------------ a host comes back
+
+    def ensure_worker(self, n: int) -> bool:
+        """Start worker host ``n`` again if none of its processes runs (after :meth:`kill_host`: a
+        machine that rebooted, its disk kept); True if it was started. Waits until it registered."""
+        host = self.worker(n)
+        if netns_pids(host.namespace):
+            return False
+        _ip("link", "set", host.veth, "up", check=False)  # after a cut
+        log = self.worker_log(n)
+        registered_before = log.read_text(errors="replace").count("Successfully registered with master") if log.exists() else 0
+        arguments = ["--host", host.address, "--port", "0", "--webui-port", str(WORKER_UI_PORT), "--cores", "1", "--memory", self.worker_memory]
+        with open(log, "ab") as out:
+            process = subprocess.Popen(
+                [*self.on(host), *spark_class("org.apache.spark.deploy.worker.Worker", [*arguments, "--work-dir", host.work_dir, self.master_url])],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.environment(host), cwd=host.directory, start_new_session=True,
+            )  # fmt: skip
+        self._processes.append(process)
+        host.pids = [process.pid]
+        self.save()
+        deadline = time.monotonic() + 90
+        while log.read_text(errors="replace").count("Successfully registered with master") <= registered_before:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"worker-{n} did not come back; see {log}")
+            time.sleep(0.2)
+        return True
+
+    # ---------------------------------------------------------------------------------- the store
+
+    def filesystem(self):
+        """A pyarrow filesystem on the cluster's store (from this machine's own namespace)."""
+        import pyarrow.fs as pafs
+
+        options = self.storage_options
+        return pafs.S3FileSystem(
+            access_key=options["AWS_ACCESS_KEY_ID"], secret_key=options["AWS_SECRET_ACCESS_KEY"], region=options["AWS_REGION"],
+            endpoint_override=self.s3_endpoint, scheme="http",
+        )  # fmt: skip
+
+    def download(self, uri: str, directory: str | Path) -> None:
+        """Copy everything under ``uri`` (on the cluster's store) into a local directory."""
+        import pyarrow.fs as pafs
+
+        pafs.copy_files(uri.split("://", 1)[1], str(directory), source_filesystem=self.filesystem(), destination_filesystem=pafs.LocalFileSystem())
+
     # --------------------------------------------------------------------------------- the state
 
     def save(self, up: bool = True) -> None:

@@ -51,16 +51,22 @@ def config_from(args: argparse.Namespace) -> StreamsConfig:
     return StreamsConfig.load(settings)
 
 
+def _table(root: str, name: str, storage_options: dict[str, str] | None) -> pa.Table:
+    from deltalake import DeltaTable
+
+    return DeltaTable(f"{root.rstrip('/')}/topics/{name}", storage_options=storage_options).to_pyarrow_table()
+
+
+def expected_counts(root: str, storage_options: dict[str, str] | None = None) -> Counter:
+    """Events per user in the input (delta-rs only): the counts the job must end with."""
+    return Counter(_table(root, INPUT_TOPIC, storage_options).column("user_id").to_pylist())
+
+
 def mismatches(root: str, storage_options: dict[str, str] | None = None) -> list[str]:
     """Users whose last committed count differs from their number of input events (empty: the
     output is exactly once). Reads the Delta tables with delta-rs only."""
-    from deltalake import DeltaTable
-
-    def table(name: str) -> pa.Table:
-        return DeltaTable(f"{root.rstrip('/')}/topics/{name}", storage_options=storage_options).to_pyarrow_table()
-
-    expected = Counter(table(INPUT_TOPIC).column("user_id").to_pylist())
-    output = table(OUTPUT_TOPIC).select(["partition", "offset", "user_id", "count"]).to_pylist()
+    expected = expected_counts(root, storage_options)
+    output = _table(root, OUTPUT_TOPIC, storage_options).select(["partition", "offset", "user_id", "count"]).to_pylist()
     last: dict[str, tuple[int, int]] = {}
     for row in output:  # one user's revisions share a partition: the highest offset is the last
         if row["user_id"] not in last or row["offset"] > last[row["user_id"]][0]:
