@@ -73,7 +73,10 @@ class Placement:
             task = task_id(outcome)
             last = self._last.get(task)
             if last is not None and last != outcome.location:
-                log.info("task %s ran on %s, away from its stores on %s: it caught up from its changelog", task, outcome.location, last)
+                log.info(
+                    "task %s ran on %s, away from its last executor %s: it read %d changelog entries back",
+                    task, outcome.location, last, outcome.restored_entries,
+                )  # fmt: skip
             self._last[task] = outcome.location
             if outcome.location in self._standbys.get(task, ()):  # the standby took over: pick another
                 self._standbys[task].remove(outcome.location)
