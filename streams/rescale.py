@@ -71,7 +71,16 @@ from streams._internal.runtime.crashpoints import crash_point
 from streams._internal.runtime.registry import TopicRegistry
 from streams._internal.runtime.rescale_marker import plan_path, read_plan, rescale_dir, write_plan
 from topology.graph import Topology
-from topology.nodes import AggregateNode, AggregationKind, Windows
+from topology.nodes import (
+    AggregateNode,
+    AggregationKind,
+    CogroupAggregateNode,
+    StreamStreamJoinNode,
+    StreamTableJoinNode,
+    SuppressNode,
+    TableTableJoinNode,
+    Windows,
+)
 
 log = logging.getLogger("deltastreams")
 
@@ -79,6 +88,7 @@ _TIME = struct.Struct(">q")
 _STREAM_TIME_KEY = b"\xff\xffstream-time"
 _FLOOR_KEY = b"\xff\xfffloor"
 _COUNT = struct.Struct(">qq")
+_JOINS = (StreamTableJoinNode, StreamStreamJoinNode, TableTableJoinNode, CogroupAggregateNode)
 
 
 class RescaleError(DeltaStreamsError):
@@ -107,6 +117,8 @@ def rescale(topology: Topology, config: StreamsConfig, partitions: int, *, min_i
     root, app = config.root, config.application_id
     if not isinstance(partitions, int) or partitions < 1:
         raise RescaleError(f"--partitions must be at least 1, got {partitions}")
+    targets = _targets(topology)
+    _check_supported(topology, targets)  # before touching anything
     if is_object_store(root):
         raise RescaleError(f"rescale switches tables by renaming directories and needs a local or mounted filesystem; {root} is an object store")
     if not Path(root).is_dir():
@@ -126,8 +138,6 @@ def rescale(topology: Topology, config: StreamsConfig, partitions: int, *, min_i
         return report
     if plan is None:
         _check_idle(logs, min_idle_s, app)
-    targets = _targets(topology)
-    _check_supported(topology, targets)
     shutil.rmtree(rescale_dir(root, app) / "staged", ignore_errors=True)  # an earlier run's, never switched
     write_plan(root, app, {"phase": "staging", "partitions": partitions, "id": uuid.uuid4().hex})
 
@@ -232,9 +242,16 @@ def _check_supported(topology: Topology, targets) -> None:
     for sub in targets:
         for store in sub.stores:
             _aggregate_of(topology, store)
-    for name, node in topology.nodes.items():
-        if type(node).__name__ in ("SuppressNode",) and any(name in sub.nodes for sub in targets):
-            raise RescaleError(f"{name}: suppression buffers cannot be rescaled")
+    for sub in targets:
+        for name in sub.nodes:
+            node = topology.nodes[name]
+            if isinstance(node, SuppressNode):
+                raise RescaleError(f"{name}: suppression buffers cannot be rescaled")
+            if isinstance(node, _JOINS):
+                raise RescaleError(
+                    f"{name}: sub-topology {sub.id} joins its repartition topic with other topics, which must keep the same "
+                    "partition count (co-partitioning); rescaling it alone would break the join"
+                )
 
 
 # -- staging --------------------------------------------------------------------------------------

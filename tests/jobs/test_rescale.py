@@ -313,5 +313,7 @@ def test_bad_input_is_refused_with_a_clear_message(tmp_path):
         rescale(topology(), settings, 3)
     with pytest.raises(RescaleError, match="at least 1, got -2"):
         rescale(topology(), settings, -2)
+    with pytest.raises(RescaleError, match="suppression buffers cannot be rescaled|cannot be rescaled: only the stores"):
+        rescale(build_topology(emit="final"), settings, 3)  # emit-final keeps a buffer of its own
     with pytest.raises(RescaleError, match="object store"):
         rescale(topology(), StreamsConfig.load({"application_id": APPLICATION_ID, "root": "s3://bucket/x"}), 3)
