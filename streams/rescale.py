@@ -312,9 +312,9 @@ def _stage_changelog(root: str, staged_root: str, physical: str, node: Aggregate
     for p in range(old.partitions):
         part = table.filter(pc.equal(table.column("partition"), p))
         for key, value in zip(part.column("key").to_pylist(), part.column("value").to_pylist(), strict=True):
-            if key.startswith(b"\xff\xff"):
-                if key in (_STREAM_TIME_KEY, _FLOOR_KEY) and node.windows is not None:
-                    continue  # recomputed per new task / an optimisation rebuilt by the next purge
+            if node.windows is not None and key.startswith(b"\xff\xff"):  # a window store's own entries (data keys start with a time >= 0)
+                if key in (_STREAM_TIME_KEY, _FLOOR_KEY):
+                    continue  # recomputed per new task / an optimisation that a missing floor only turns off
                 raise RescaleError(f"changelog {physical} holds bookkeeping {key!r} that rescale does not know how to move")
             if value is None:
                 state.pop(key, None)
