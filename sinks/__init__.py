@@ -15,7 +15,7 @@ from sinks._internal.files import (
     write_staged_file,
 )
 from sinks._internal.commit_probe import require_exclusive_commits
-from sinks._internal.log_commit import KnownVersion, append_at, checkpoint_if_due, checkpoint_interval
+from sinks._internal.log_commit import KnownVersion, append_at, checkpoint_if_due, checkpoint_interval, commit_rewrite
 from sinks._internal.storage import (
     create_table,
     current_storage_options,
@@ -32,6 +32,7 @@ __all__ = [
     "AppendResult",
     "KnownVersion",
     "append_at",
+    "commit_rewrite",
     "checkpoint_if_due",
     "checkpoint_interval",
     "DataFile",

@@ -36,6 +36,7 @@ from streams._internal.runtime.kafka_sources import KafkaSources
 from streams._internal.runtime.plan import BatchSettings, ShippedTopology
 from streams._internal.runtime.planner import Planner
 from streams._internal.runtime.progress import Progress
+from streams._internal.runtime.rescale_marker import require_no_rescale
 from streams._internal.runtime.registry import TopicRegistry
 from streams._internal.runtime.retention import Retention
 from streams._internal.runtime.timing import Phases
@@ -111,6 +112,7 @@ class StreamsApp:
         phases = Phases()
         with phases.time("check"):
             require_reachable(self.config.root)
+            require_no_rescale(self.config.root, self.config.application_id)
             if self.config.exactly_once and is_object_store(self.config.root):
                 # Local filesystems get exclusive commits from delta-rs' rename-without-replace;
                 # an object store only if it honours If-None-Match.

@@ -230,3 +230,13 @@ def _s3_store(bucket: str, config: tuple[tuple[str, str], ...], allow_http: bool
     # One client per bucket and settings, kept: its connections stay open between commits (a new
     # client per commit paid a connection setup on every commit).
     return S3Store(bucket, config=dict(config), client_options={"allow_http": allow_http})
+
+
+def commit_rewrite(uri: str, read_version: int, files: Sequence[DataFile], txns: Mapping[str, int]) -> int | None:
+    """Records rewritten from another table (a rescale, :mod:`streams.rescale`): ``files`` added as
+    version ``read_version + 1`` together with the idempotent writers' ``txn`` versions the old
+    table held, so a writer rolling a decided batch forward finds it published already."""
+    actions = [txn(app, version) for app, version in sorted(txns.items())] + [add(f, data_change=True) for f in files]
+    metrics = {"numFiles": len(files), "numOutputRows": sum(max(f.num_records, 0) for f in files)}
+    parameters = {"mode": "Append", "partitionBy": json.dumps([PARTITION])}
+    return commit_at(uri, read_version, actions, operation="WRITE", parameters=parameters, metrics=metrics, info={"kind": "rescale"}, isolation="WriteSerializable")

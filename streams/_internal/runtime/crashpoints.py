@@ -22,6 +22,16 @@ KAFKA_SINK_POINTS = ("before_kafka_publish", *KAFKA_TRANSACTION_POINTS)
 """With topics mirrored to Kafka (reached only then, so not in :data:`POINTS`): after a batch is
 decided and published under the root, before its Kafka transaction; then inside that transaction
 (:data:`sinks.kafka_publisher.KILL_POINTS`)."""
+RESCALE_POINTS = (
+    "rescale_after_recover",
+    "rescale_after_staging",
+    "rescale_after_plan",
+    "rescale_during_switch",
+    "rescale_before_decide",
+    "rescale_after_switch",
+)
+"""Inside ``python -m jobs.rescale`` (:mod:`streams.rescale`), in the order it reaches them; not
+in :data:`POINTS`, which an application run reaches."""
 _reached: Counter[str] = Counter()
 
 
@@ -29,8 +39,8 @@ def _armed() -> dict[str, int]:
     armed = {}
     for item in filter(None, os.environ.get("DELTASTREAMS_CRASH_AT", "").split(",")):
         point, _, nth = item.partition("@")
-        if point not in POINTS + KAFKA_SINK_POINTS:
-            raise ValueError(f"unknown crash point {point!r}; known points: {', '.join(POINTS + KAFKA_SINK_POINTS)}")
+        if point not in POINTS + KAFKA_SINK_POINTS + RESCALE_POINTS:
+            raise ValueError(f"unknown crash point {point!r}; known points: {', '.join(POINTS + KAFKA_SINK_POINTS + RESCALE_POINTS)}")
         armed[point] = int(nth or 1)
     return armed
 
