@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def pageview_run(cluster, tmp_path_factory):
     """The job, generated and submitted from the driver host with its options on the command line
     (no host has them in its environment); what it printed and where."""
     work = tmp_path_factory.mktemp("driver-run")
-    root = cluster.uri("pageviews")
+    root = cluster.uri(f"pageviews-{cluster.cluster_id}")  # its default state path is unique too
     options = [arg for name, value in cluster.storage_options.items() for arg in ("--set", f"storage_options.{name}={value}")]
     python = cluster.python
     generate = cluster.run_on_driver(
@@ -105,22 +106,30 @@ def test_executors_ran_the_tasks_on_at_least_two_worker_hosts(cluster, pageview_
     assert "Starting executor ID driver" not in pageview_run["driver_output"]
 
 
-def stores_under(directory: str) -> set[str]:
-    """The task directories (``<state_dir>/<application id>/<task>``) of the pageview job under
-    ``directory`` (a host's TMPDIR, where the default state_dir for an s3:// root lies)."""
-    return {str(path.relative_to(directory)) for path in Path(directory).glob(f"deltastreams/s3/**/state/{jobs.pageview.APPLICATION_ID}/*") if path.is_dir()}
+def task_stores(tmpdir: str, root: str) -> set[str]:
+    """The pageview job's task directories (``<state_dir>/<application id>/<task id>``) under a
+    host's TMPDIR, where the default state_dir of an s3:// root lies."""
+    bucket_and_prefix = root.split("://", 1)[1]
+    tasks = Path(tmpdir) / "deltastreams" / "s3" / bucket_and_prefix / "state" / jobs.pageview.APPLICATION_ID
+    return {path.name for path in tasks.glob("*_*") if path.is_dir()} if tasks.is_dir() else set()
 
 
 # TODO(lead's runtime change): the default local_state_dir of an object-store root is resolved on
 # the driver today, so every executor writes its stores under the *driver host's* TMPDIR (the same
-# disk here, another machine's path on a real cluster). Once it is resolved on each executor host,
-# this passes: remove the xfail (strict, so an unexpected pass fails and says so).
+# disk here, another machine's path on a real cluster), and the first assertion fails. Once it is
+# resolved on each executor host this passes: remove the xfail (strict, so an unexpected pass
+# fails and says so).
 @pytest.mark.xfail(strict=True, reason="TODO: local_state_dir default is still resolved on the driver, not on each executor host")
 def test_each_worker_host_keeps_the_stores_of_its_tasks_under_its_own_tmpdir(cluster, pageview_run):
-    assert stores_under(cluster.hosts["driver"].tmpdir) == set(), "stores under the driver host's TMPDIR"
-    holding = {host.name: stores_under(host.tmpdir) for host in cluster.worker_hosts}
+    root = pageview_run["root"]
+    assert task_stores(cluster.hosts["driver"].tmpdir, root) == set(), "stores under the driver host's TMPDIR"
+    assert task_stores(tempfile.gettempdir(), root) == set(), "stores under this machine's own TMPDIR"
+    holding = {host.name: task_stores(host.tmpdir, root) for host in cluster.worker_hosts}
     ran_tasks = {host.name for host in cluster.worker_hosts for log in Path(host.work_dir).glob("app-*/*/stderr") if "Running task" in log.read_text(errors="replace")}
-    assert {name for name, stores in holding.items() if stores} == ran_tasks, holding
+    # every stateful task (the count's, one per repartition partition) has its store on a worker
+    # host, and only hosts whose executors ran tasks hold any
+    assert {"1_0", "1_1", "1_2"} <= set().union(*holding.values()), holding
+    assert {name for name, tasks in holding.items() if tasks} <= ran_tasks, (holding, ran_tasks)
 
 
 def test_kill_host_leaves_none_of_its_processes_and_the_others_go_on(cluster):
