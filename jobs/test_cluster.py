@@ -3,7 +3,7 @@
 
     python -m jobs.test_cluster up [--dir D] [--workers 3]   # starts it, prints the state, returns
     python -m jobs.test_cluster status [--dir D]
-    python -m jobs.test_cluster kill-host N [--dir D] [--cut-link]
+    python -m jobs.test_cluster kill-host N [--dir D] [--cut-link]   # N: a worker (1..3), or driver|master|s3
     python -m jobs.test_cluster down [--dir D]
 
 The hosts (``<id>`` is a short random suffix, so two clusters can coexist on one machine):
@@ -335,12 +335,12 @@ class MultiHostCluster:
 
     # ---------------------------------------------------------------------------- kill and down
 
-    def kill_host(self, n: int, *, cut_link: bool = False, timeout_s: float = 15.0) -> list[int]:
-        """SIGKILL to every process of worker host ``n`` (every process in its namespace, executors
-        and their Python workers included) until none is left; with ``cut_link`` also its link
-        down first (a network cut: the others see silence, not closed connections). The pids
-        killed."""
-        host = self.worker(n)
+    def kill_host(self, n: int | str, *, cut_link: bool = False, timeout_s: float = 15.0) -> list[int]:
+        """SIGKILL to every process of worker host ``n`` (or of the host named ``n``: "driver",
+        "master", "s3"): every process in its namespace, executors, their Python workers and task
+        hosts included, until none is left; with ``cut_link`` its link goes down first (a network
+        cut: the others see silence, not closed connections). The pids killed."""
+        host = self.worker(int(n)) if str(n).isdigit() else self.hosts[n]
         if cut_link:
             _ip("link", "set", host.veth, "down", check=False)
         killed = self._kill_namespace(host.namespace, signal.SIGKILL, timeout_s)
@@ -356,6 +356,8 @@ class MultiHostCluster:
         while pids := netns_pids(namespace):
             if time.monotonic() > deadline:
                 sig = signal.SIGKILL
+            if time.monotonic() > deadline + 10:
+                break  # unkillable (uninterruptible sleep): leftovers() will name the namespace
             for pid in pids:
                 if pid not in signalled or sig == signal.SIGKILL:
                     try:
@@ -582,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
     down = commands.add_parser("down", help="stop every process and remove the namespaces, veths and bridge")
     down.add_argument("--dir")
     kill = commands.add_parser("kill-host", help="kill -9 every process of worker host N")
-    kill.add_argument("n", type=int)
+    kill.add_argument("n", help="a worker host's number (1..workers), or driver, master, s3")
     kill.add_argument("--dir")
     kill.add_argument("--cut-link", action="store_true", help="also set its link down (a network cut)")
     status = commands.add_parser("status", help="the hosts, their processes and the master's view of the workers")
@@ -597,6 +599,9 @@ def main(argv: list[str] | None = None) -> int:
         except NamespacesUnavailable as e:
             print(f"cannot create network namespaces here: {e}", file=sys.stderr)
             return 2
+        except Exception as e:
+            print(f"up failed: {e}\neverything it had created is removed; logs in {directory}", file=sys.stderr)
+            return 1
         print(json.dumps({"directory": str(directory), "master": cluster.master_url, "s3": cluster.s3_endpoint,
                           "driver": {"namespace": cluster.hosts["driver"].namespace, "address": cluster.hosts["driver"].address},
                           "run on the driver": f"ip netns exec {cluster.hosts['driver'].namespace} <command>  (SPARK_LOCAL_IP={cluster.hosts['driver'].address})"}, indent=2))  # fmt: skip
@@ -609,7 +614,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if left else 0
     if args.command == "kill-host":
         killed = cluster.kill_host(args.n, cut_link=args.cut_link)
-        print(f"worker-{args.n}: killed {len(killed)} processes {killed}" + ("; link down" if args.cut_link else ""))
+        print(f"{'worker-' + args.n if args.n.isdigit() else args.n}: killed {len(killed)} processes {killed}" + ("; link down" if args.cut_link else ""))
         return 0
     print(json.dumps(cluster.status(), indent=2))
     return 0

@@ -8,6 +8,8 @@ processes and the others running. Skipped, with the reason, where namespaces can
 from __future__ import annotations
 
 import re
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,10 +49,9 @@ def pageview_run(cluster, tmp_path_factory):
     """The job, generated and submitted from the driver host with its options on the command line
     (no host has them in its environment); what it printed and where."""
     work = tmp_path_factory.mktemp("driver-run")
-    root = cluster.uri("pageviews")
+    root = cluster.uri(f"pageviews-{cluster.cluster_id}")  # its default state path is unique too
     options = [arg for name, value in cluster.storage_options.items() for arg in ("--set", f"storage_options.{name}={value}")]
     python = cluster.python
-    t0 = time.monotonic()
     generate = cluster.run_on_driver(
         [python, "-m", "jobs.pageview", "generate", "--root", root, "--events", "6000", "--seed", "11",
          "--late-fraction", "0.1", "--max-lateness-ms", "20000", *options],
@@ -61,6 +62,9 @@ def pageview_run(cluster, tmp_path_factory):
         str(Path(spark_home()) / "bin" / "spark-submit"),
         "--master", cluster.master_url,
         "--executor-memory", "1g",
+        # two one-core executors: the master spreads them over two worker hosts (a third JVM
+        # would only slow this two-core machine down)
+        "--total-executor-cores", "2",
         "--conf", "spark.sql.shuffle.partitions=3",
         jobs.pageview.__file__, "run", "--root", root, "--until-caught-up",
         "--window-ms", str(WINDOW_MS), "--grace-ms", str(GRACE_MS), "--commit-interval-ms", "200",
@@ -68,14 +72,11 @@ def pageview_run(cluster, tmp_path_factory):
         "--set", "single_task_records=0", *options,
         "--log-file", str(work / "driver.log"),
     ]  # fmt: skip
-    t1 = time.monotonic()
     run = cluster.run_on_driver(submit, capture_output=True, text=True, cwd=work, timeout=600)
     driver_output = run.stdout + run.stderr + ((work / "driver.log").read_text(errors="replace") if (work / "driver.log").exists() else "")
     assert run.returncode == 0, driver_output[-4000:]
-    t2 = time.monotonic()
     results = cluster.run_on_driver([python, "-m", "jobs.pageview", "results", "--root", root, *options], capture_output=True, text=True, timeout=300)
     assert results.returncode == 0, results.stderr[-3000:]
-    print(f"generate {t1 - t0:.1f} s, submit {t2 - t1:.1f} s, results {time.monotonic() - t2:.1f} s")
     return {"root": root, "work": work, "driver_output": driver_output, "results": results.stdout}
 
 
@@ -105,30 +106,40 @@ def test_executors_ran_the_tasks_on_at_least_two_worker_hosts(cluster, pageview_
     assert "Starting executor ID driver" not in pageview_run["driver_output"]
 
 
-def stores_under(directory: str) -> set[str]:
-    """The task directories (``<state_dir>/<application id>/<task>``) of the pageview job under
-    ``directory`` (a host's TMPDIR, where the default state_dir for an s3:// root lies)."""
-    return {str(path.relative_to(directory)) for path in Path(directory).glob(f"deltastreams/s3/**/state/{jobs.pageview.APPLICATION_ID}/*") if path.is_dir()}
+def task_stores(tmpdir: str, root: str) -> set[str]:
+    """The pageview job's task directories (``<state_dir>/<application id>/<task id>``) under a
+    host's TMPDIR, where the default state_dir of an s3:// root lies."""
+    bucket_and_prefix = root.split("://", 1)[1]
+    tasks = Path(tmpdir) / "deltastreams" / "s3" / bucket_and_prefix / "state" / jobs.pageview.APPLICATION_ID
+    return {path.name for path in tasks.glob("*_*") if path.is_dir()} if tasks.is_dir() else set()
 
 
 # TODO(lead's runtime change): the default local_state_dir of an object-store root is resolved on
 # the driver today, so every executor writes its stores under the *driver host's* TMPDIR (the same
-# disk here, another machine's path on a real cluster). Once it is resolved on each executor host,
-# this passes: remove the xfail (strict, so an unexpected pass fails and says so).
+# disk here, another machine's path on a real cluster), and the first assertion fails. Once it is
+# resolved on each executor host this passes: remove the xfail (strict, so an unexpected pass
+# fails and says so).
 @pytest.mark.xfail(strict=True, reason="TODO: local_state_dir default is still resolved on the driver, not on each executor host")
 def test_each_worker_host_keeps_the_stores_of_its_tasks_under_its_own_tmpdir(cluster, pageview_run):
-    assert stores_under(cluster.hosts["driver"].tmpdir) == set(), "stores under the driver host's TMPDIR"
-    holding = {host.name: stores_under(host.tmpdir) for host in cluster.worker_hosts}
+    root = pageview_run["root"]
+    assert task_stores(cluster.hosts["driver"].tmpdir, root) == set(), "stores under the driver host's TMPDIR"
+    assert task_stores(tempfile.gettempdir(), root) == set(), "stores under this machine's own TMPDIR"
+    holding = {host.name: task_stores(host.tmpdir, root) for host in cluster.worker_hosts}
     ran_tasks = {host.name for host in cluster.worker_hosts for log in Path(host.work_dir).glob("app-*/*/stderr") if "Running task" in log.read_text(errors="replace")}
-    assert {name for name, stores in holding.items() if stores} == ran_tasks, holding
+    # every stateful task (the count's, one per repartition partition) has its store on a worker
+    # host, and only hosts whose executors ran tasks hold any
+    assert {"1_0", "1_1", "1_2"} <= set().union(*holding.values()), holding
+    assert {name for name, tasks in holding.items() if tasks} <= ran_tasks, (holding, ran_tasks)
 
 
-def test_kill_host_leaves_none_of_its_processes_and_the_others_go_on(cluster, pageview_run):
+def test_kill_host_leaves_none_of_its_processes_and_the_others_go_on(cluster):
     victim, others = cluster.worker(3), [cluster.worker(1), cluster.worker(2)]
     before = {host.name: netns_pids(host.namespace) for host in others}
     assert netns_pids(victim.namespace) and all(before.values())
-    killed = cluster.kill_host(3)
-    assert killed and netns_pids(victim.namespace) == []
+    # from another process, as a developer would: the state file under the cluster's directory
+    kill = subprocess.run([cluster.python, "-m", "jobs.test_cluster", "kill-host", "3", "--dir", str(cluster.directory)], capture_output=True, text=True, timeout=60)
+    assert kill.returncode == 0 and "worker-3: killed" in kill.stdout, kill.stdout + kill.stderr
+    assert netns_pids(victim.namespace) == []
     # the other hosts' processes (their workers) are the same ones, and the master still answers
     assert {host.name: set(before[host.name]) <= set(netns_pids(host.namespace)) for host in others} == {host.name: True for host in others}
     deadline, view = time.monotonic() + 30, None
@@ -138,6 +149,19 @@ def test_kill_host_leaves_none_of_its_processes_and_the_others_go_on(cluster, pa
             break
         time.sleep(0.5)
     assert view == {victim.address: "DEAD", **{host.address: "ALIVE" for host in others}}, view
+
+
+def test_two_clusters_get_names_of_their_own_that_linux_accepts(tmp_path):
+    plans = []
+    for name in ("a", "b"):
+        cluster = MultiHostCluster(tmp_path / name, workers=3)
+        cluster._plan()  # names and addresses only: nothing is created
+        plans.append(cluster)
+    first, second = plans
+    names = lambda c: {c.bridge} | {h.veth for h in c.hosts.values()} | {h.namespace for h in c.hosts.values()}  # noqa: E731
+    assert names(first).isdisjoint(names(second))
+    assert all(len(interface) <= 15 for c in plans for interface in [c.bridge, *(h.veth for h in c.hosts.values())])
+    assert len({h.address for h in first.hosts.values()}) == len(first.hosts) == 6
 
 
 def as_spark(spark, frame: pd.DataFrame):
