@@ -20,28 +20,11 @@ from chispa import assert_df_equality
 import jobs.pageview
 from jobs.pageview_reference import final_counts, source_events
 from jobs.standalone_cluster import spark_home
-from jobs.test_cluster import MultiHostCluster, NamespacesUnavailable, namespaces_unavailable, netns_pids
+from jobs.test_cluster import MultiHostCluster, netns_pids
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 WINDOW_MS, GRACE_MS = 5000, 5000
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    reason = namespaces_unavailable()
-    if reason:
-        pytest.skip(f"cannot create network namespaces here: {reason}")
-    running = MultiHostCluster(tmp_path_factory.mktemp("hosts"), workers=3, worker_memory="1500m")
-    try:
-        running.up()  # removes whatever it created if it fails
-    except NamespacesUnavailable as e:
-        pytest.skip(f"cannot create network namespaces here: {e}")
-    try:
-        yield running
-    finally:
-        running.down()
-        assert running.leftovers() == []
 
 
 @pytest.fixture(scope="module")
@@ -114,12 +97,6 @@ def task_stores(tmpdir: str, root: str) -> set[str]:
     return {path.name for path in tasks.glob("*_*") if path.is_dir()} if tasks.is_dir() else set()
 
 
-# TODO(lead's runtime change): the default local_state_dir of an object-store root is resolved on
-# the driver today, so every executor writes its stores under the *driver host's* TMPDIR (the same
-# disk here, another machine's path on a real cluster), and the first assertion fails. Once it is
-# resolved on each executor host this passes: remove the xfail (strict, so an unexpected pass
-# fails and says so).
-@pytest.mark.xfail(strict=True, reason="TODO: local_state_dir default is still resolved on the driver, not on each executor host")
 def test_each_worker_host_keeps_the_stores_of_its_tasks_under_its_own_tmpdir(cluster, pageview_run):
     root = pageview_run["root"]
     assert task_stores(cluster.hosts["driver"].tmpdir, root) == set(), "stores under the driver host's TMPDIR"

@@ -24,6 +24,8 @@ def test_tasks_stay_with_their_stores_and_a_lost_hosts_tasks_move_and_count_exac
     args = argparse.Namespace(
         events=48_000, appends=8, users=20_000, partitions=6, sticky="on", standbys=0, warm_up=WARM_UP, kill_host=3, kill_after_batch=KILL_AFTER
     )
+    for n in range(1, cluster.workers + 1):
+        cluster.ensure_worker(n)  # an earlier test of the package may have killed one
     report = cluster_locality.run(cluster, args, tmp_path)
 
     assert report["users_counted_wrong"] == 0, report
