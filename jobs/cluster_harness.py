@@ -87,6 +87,10 @@ def run_trials(cluster: MultiHostCluster, root: str, local: Path, args: argparse
         print(f"trial {trial + 1}/{args.trials}: {label}", file=log, flush=True)
         ended = run_once(command, crash_at=crash, kill_after_s=delay, log=log, archiver=archiver, environment=environment)
         cancelled.set()
+        if crash and ended == f"failed rc={128 + 9}":
+            # spark-submit's JVM outlives the Python driver that killed itself and exits with the
+            # shell's code for a SIGKILLed child (128 + 9), where a plain run ends by SIGKILL
+            ended = "crash-point"
         report.trials += 1
         if kind == "host":
             if killed:

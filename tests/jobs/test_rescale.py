@@ -27,6 +27,7 @@ from sinks import Topic, partition_for
 from streams.app import StreamsApp
 from streams.errors import DeltaStreamsError
 from streams.rescale import RescaleError, rescale
+from streams.runtime import RESCALE_CRASH_POINTS as RESCALE_POINTS
 
 WINDOW_MS, GRACE_MS = 5000, 20_000
 T0 = 1_700_000_000_000
@@ -34,14 +35,6 @@ CATEGORIES = [f"cat-{i:02d}" for i in range(12)]
 PER_VERSION = 600
 REPARTITION = f"{APPLICATION_ID}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition"
 CHANGELOG = f"{APPLICATION_ID}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog"
-RESCALE_POINTS = (
-    "rescale_after_recover",
-    "rescale_after_staging",
-    "rescale_after_plan",
-    "rescale_during_switch",
-    "rescale_before_decide",
-    "rescale_after_switch",
-)
 
 
 # -- input -----------------------------------------------------------------------------------------
