@@ -46,3 +46,21 @@ def test_without_standby_replicas_no_copies_and_local_mode_reports_no_location()
     placement = Placement()
     placement.record([ran(0, 0, A), ran(0, 1, B), TaskOutcome(0, 2)])
     assert placement.standbys("0_0") == [] and placement.preferred("0_2") == []
+
+
+def test_balance_keeps_tasks_in_place_but_gives_an_executor_that_joined_its_share():
+    placement = Placement()
+    # Executor C started late: the first batch ran every task on A and B.
+    placement.record([ran(1, p, A if p % 2 else B) for p in range(6)] + [ran(0, 0, A), ran(0, 1, B), ran(0, 2, A)])
+    tasks = [f"1_{p}" for p in range(6)] + ["0_0", "0_1", "0_2"]
+    placement.balance(tasks, [A, B, C])
+    placed = {task: placement.place(task)[0] for task in tasks}
+    for sub in ("0", "1"):
+        per_executor = [sum(1 for t, e in placed.items() if t.startswith(sub + "_") and e == x) for x in (A, B, C)]
+        assert max(per_executor) - min(per_executor) <= 1, (sub, placed)
+    moved = [t for t in tasks if placed[t] != placement.preferred(t)[0]]
+    assert len(moved) == 3, placed  # only the excess moves: 2 counting tasks and 1 source task
+    assert all(placed[t] == C for t in moved)
+    placement.record([ran(int(t[0]), int(t[2:]), e) for t, e in placed.items()])
+    placement.balance(tasks, [A, B, C])
+    assert {t: placement.place(t)[0] for t in tasks} == placed  # balanced: nothing moves again

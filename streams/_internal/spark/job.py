@@ -253,7 +253,12 @@ class TriggerJob:
         from this trigger: they apply what earlier ones committed)."""
         placement = self.placement
         assert placement is not None
-        placement.retain(_alive_executors(self.spark.sparkContext))
+        alive = _alive_executors(self.spark.sparkContext)
+        placement.retain({executor_id for executor_id, _ in alive})
+        placement.balance(
+            [t.task_id for stage in plan.stages for sub in stage if self.compiled[sub.id].mode == "descriptors" for t in sub.tasks],
+            [location for _, location in alive],
+        )
         outcomes: list[TaskOutcome] = []
         self.standby_entries = 0
         first = True
@@ -294,7 +299,7 @@ class TriggerJob:
                 locations.append(placement.standbys(task)[standbys_taken[task]:][:1])
                 standbys_taken[task] += 1
             else:
-                locations.append(placement.preferred(task))
+                locations.append(placement.place(task))
         return locations
 
     def _run_in_driver(self, run_all) -> list[tuple] | None:
@@ -345,9 +350,12 @@ class TriggerJob:
         return outcomes + [TaskOutcome.from_json(row.outcome) for row in frame.mapInArrow(task_fn, "outcome string").collect()]
 
 
-def _alive_executors(sc) -> set[str]:
-    """Ids of the executors the driver knows alive (a lost host's are gone from it)."""
-    return set(sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava(sc._jsc.sc().getExecutorIds()))
+def _alive_executors(sc) -> list[tuple[str, str]]:
+    """(id, ``executor_<host>_<id>``) of each executor the driver knows alive, in id order (a
+    lost host's are gone; one that just joined is there before it ran anything)."""
+    summaries = sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava(sc._jsc.sc().statusStore().executorList(True))
+    alive = [(e.id(), e.hostPort().rsplit(":", 1)[0]) for e in summaries if e.id() != "driver"]
+    return sorted(((i, f"executor_{host}_{i}") for i, host in alive), key=lambda item: (len(item[0]), item[0]))
 
 
 def _input_records(subs) -> int:

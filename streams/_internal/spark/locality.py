@@ -60,6 +60,8 @@ class Placement:
         self.standby_replicas = standby_replicas
         self._last: dict[str, str] = {}
         self._standbys: dict[str, list[str]] = {}
+        self._planned: dict[str, str] = {}
+        """Task -> where :meth:`balance` sends it this trigger (away from its last executor)."""
         self._executors: dict[str, None] = {}
         """Every executor seen so far, in the order first seen (insertion-ordered set)."""
 
@@ -87,6 +89,43 @@ class Placement:
         if task in self._last:
             return [self._last[task]]
         return self._standbys.get(task, [])[:1]
+
+    def balance(self, tasks: Sequence[str], executors: Sequence[str]) -> None:
+        """Spread each sub-topology's ``tasks`` over ``executors`` (the live ones), at most
+        ``ceil(tasks / executors)`` a executor, moving as few as possible: a task stays where it
+        last ran unless its executor holds more than its share; a task to move goes to its
+        standby if that one has room, else to the executor with the fewest. Like Kafka Streams'
+        sticky assignor, which keeps tasks in place but balanced: without it, an executor that
+        joined (or started late) would never get a task, every task waiting for its old one.
+        A moved task reads its changelog back once (its standby's tail only), then stays."""
+        if not executors:
+            return
+        # Spark's name of an executor that has run tasks is the one it reported (same id)
+        known = {location.rsplit("_", 1)[1]: location for location in self._executors}
+        executors = [known.get(location.rsplit("_", 1)[1], location) for location in executors]
+        by_sub: dict[str, list[str]] = {}
+        for task in tasks:
+            by_sub.setdefault(task.split("_", 1)[0], []).append(task)
+        for group in by_sub.values():
+            share = -(-len(group) // len(executors))
+            load = dict.fromkeys(executors, 0)
+            to_move = []
+            for task in sorted(group):
+                where = self._last.get(task)
+                if where in load and load[where] < share:
+                    load[where] += 1
+                else:
+                    to_move.append(task)
+            for task in to_move:
+                standby = next((s for s in self._standbys.get(task, []) if s in load and load[s] < share), None)
+                target = standby or min(load, key=lambda e: (load[e], executors.index(e)))
+                load[target] += 1
+                self._planned[task] = target
+
+    def place(self, task: str) -> list[str]:
+        """Where to ask Spark to run ``task`` this trigger (after :meth:`balance`)."""
+        planned = self._planned.pop(task, None)
+        return [planned] if planned is not None else self.preferred(task)
 
     def retain(self, alive_ids: Collection[str]) -> None:
         """Forget the executors Spark no longer has (``alive_ids``: executor ids): a task whose
