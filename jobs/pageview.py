@@ -129,6 +129,7 @@ def generate_to_kafka(
     late_fraction: float = 0.05,
     max_lateness_ms: int = 30_000,
     events_per_second: int = 10_000,
+    users: int = 100_000,
 ) -> int:
     """Produce to the Kafka topic ``pageview-events`` (created with ``partitions`` if missing) the
     events :func:`generate` appends to the Delta topic for the same arguments: same keys, values
@@ -342,6 +343,7 @@ def _command(args: argparse.Namespace) -> int:
             late_fraction=args.late_fraction,
             max_lateness_ms=args.max_lateness_ms,
             events_per_second=args.events_per_second,
+            users=args.users,
         )
         print(f"produced {n:,} events to Kafka topic {INPUT_TOPIC} at {args.kafka}", file=sys.stderr)
     elif args.command == "generate":
