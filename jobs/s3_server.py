@@ -90,13 +90,7 @@ class S3Server:
     @property
     def storage_options(self) -> dict[str, str]:
         """The settings a deltastreams application needs for this server (``storage_options.*``)."""
-        return {
-            "AWS_ENDPOINT_URL": self.endpoint,
-            "AWS_REGION": REGION,
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-            "AWS_ALLOW_HTTP": "true",
-        }
+        return storage_options_for(self.endpoint)
 
     def uri(self, *parts: str) -> str:
         return "/".join([f"s3://{self.bucket}", *parts])
@@ -164,18 +158,12 @@ class S3Server:
         raise TimeoutError(f"SeaweedFS did not create bucket {self.bucket} on {self.endpoint} in time: {last}; output: {self.output()[-800:]}")
 
     def filesystem(self, **kwargs):
-        import pyarrow.fs as pafs
-
-        return pafs.S3FileSystem(
-            access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION, endpoint_override=f"{self.host}:{self.port}", scheme="http", **kwargs
-        )
+        return filesystem_at(self.host, self.port, **kwargs)
 
     def download(self, uri: str, directory: str | Path) -> None:
         """Copy everything under ``uri`` (an ``s3://`` root on this server) into a local
         directory, for checks that read a root's files (the crash harness's)."""
-        import pyarrow.fs as pafs
-
-        pafs.copy_files(uri.split("://", 1)[1], str(directory), source_filesystem=self.filesystem(), destination_filesystem=pafs.LocalFileSystem())
+        download(self.filesystem(), uri, directory)
 
     def output(self) -> str:
         self.log.seek(0)
@@ -193,6 +181,30 @@ class S3Server:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+def storage_options_for(endpoint: str) -> dict[str, str]:
+    """The storage options of a server of this module at ``endpoint`` (``http://host:port``)."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_ALLOW_HTTP": "true",
+    }
+
+
+def filesystem_at(host: str, port: int, **kwargs):
+    """A pyarrow filesystem on a server of this module (started here or by another process)."""
+    import pyarrow.fs as pafs
+
+    return pafs.S3FileSystem(access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION, endpoint_override=f"{host}:{port}", scheme="http", **kwargs)
+
+
+def download(filesystem, uri: str, directory: str | Path) -> None:
+    """Copy everything under ``uri`` (an ``s3://`` root) from ``filesystem`` into a local directory."""
+    import pyarrow.fs as pafs
+
+    pafs.copy_files(uri.split("://", 1)[1], str(directory), source_filesystem=filesystem, destination_filesystem=pafs.LocalFileSystem())
 
 
 def main() -> int:
@@ -217,3 +229,4 @@ def main() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+

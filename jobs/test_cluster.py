@@ -58,6 +58,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conf import storage
+from jobs import s3_server
 from jobs.s3_server import S3Server
 from jobs.standalone_cluster import MASTER_URL_LINE, WORKER_REGISTERED_LINE, spark_class, spark_home, wait_for_line
 
@@ -207,15 +208,7 @@ class MultiHostCluster:
 
     @property
     def storage_options(self) -> dict[str, str]:
-        from jobs import s3_server
-
-        return {
-            "AWS_ENDPOINT_URL": self.s3_endpoint,
-            "AWS_REGION": s3_server.REGION,
-            "AWS_ACCESS_KEY_ID": s3_server.ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": s3_server.SECRET_KEY,
-            "AWS_ALLOW_HTTP": "true",
-        }
+        return s3_server.storage_options_for(self.s3_endpoint)
 
     def uri(self, *parts: str) -> str:
         return "/".join([f"s3://{self.bucket}", *parts])
@@ -490,19 +483,11 @@ class MultiHostCluster:
 
     def filesystem(self):
         """A pyarrow filesystem on the cluster's store (from this machine's own namespace)."""
-        import pyarrow.fs as pafs
-
-        options = self.storage_options
-        return pafs.S3FileSystem(
-            access_key=options["AWS_ACCESS_KEY_ID"], secret_key=options["AWS_SECRET_ACCESS_KEY"], region=options["AWS_REGION"],
-            endpoint_override=self.s3_endpoint, scheme="http",
-        )  # fmt: skip
+        return s3_server.filesystem_at(self.hosts["s3"].address, self.s3_port)
 
     def download(self, uri: str, directory: str | Path) -> None:
         """Copy everything under ``uri`` (on the cluster's store) into a local directory."""
-        import pyarrow.fs as pafs
-
-        pafs.copy_files(uri.split("://", 1)[1], str(directory), source_filesystem=self.filesystem(), destination_filesystem=pafs.LocalFileSystem())
+        s3_server.download(self.filesystem(), uri, directory)
 
     # --------------------------------------------------------------------------------- the state
 

@@ -79,9 +79,7 @@ def _placed_task(plan: BatchPlan, targets: list[tuple[int, int, bool]], consumer
     if standby:
         yield (OUTCOME,), _standby_on_host(plan, task, idle_timeout_s=idle_timeout_s).to_json()
         return
-    staged: dict[str, list[tuple[int, DataFile]]] = defaultdict(list)
-    for topic, writer, file in seeded.get((sub_id, partition), ()):
-        staged[topic].append((writer, DataFile(**file)))
+    staged = _staged(seeded.get((sub_id, partition), ()))
     if staged or _has_work(task):
         yield from _emit(_run_on_host(plan, task, staged, idle_timeout_s=idle_timeout_s), consumers)
 
@@ -98,9 +96,7 @@ def _stage_task(plan: BatchPlan, targets: list[tuple[int, int]], consumers, seed
         yield from items
         return
     sub_id, partition = targets[index]
-    staged: dict[str, list[tuple[int, DataFile]]] = defaultdict(list)
-    for topic, writer, file in seeded.get((sub_id, partition), ()):
-        staged[topic].append((writer, DataFile(**file)))
+    staged = _staged(seeded.get((sub_id, partition), ()))
     for key, value in items:
         if key[0] == FRESH and (key[1], key[2]) == (sub_id, partition):
             topic, writer, file = value
@@ -126,9 +122,7 @@ def _all_tasks(plan: BatchPlan, consumers, seeded, idle_timeout_s: float, items,
         work = []
         for sub in stage:
             for task in sub.tasks:
-                staged: dict[str, list[tuple[int, DataFile]]] = defaultdict(list)
-                for topic, writer, file in fresh.pop((sub.id, task.partition), ()):
-                    staged[topic].append((writer, DataFile(**file)))
+                staged = _staged(fresh.pop((sub.id, task.partition), ()))
                 if staged or _has_work(task):
                     work.append((task, staged))
         for outcome in _run_together(plan, work, idle_timeout_s, start):
@@ -152,6 +146,14 @@ def _run_together(plan: BatchPlan, work: list, idle_timeout_s: float, start: boo
 def _run_staged_task(plan: BatchPlan, idle_timeout_s: float, start: bool, item) -> TaskOutcome:
     task, staged = item
     return _run_on_host(plan, task, staged, idle_timeout_s=idle_timeout_s, start=start)
+
+
+def _staged(items) -> dict[str, list[tuple[int, DataFile]]]:
+    """Per repartition topic, the (writer, staged file) pairs of ``(topic, writer, file)`` items."""
+    staged: dict[str, list[tuple[int, DataFile]]] = defaultdict(list)
+    for topic, writer, file in items:
+        staged[topic].append((writer, DataFile(**file)))
+    return staged
 
 
 def _has_work(task: TaskPlan) -> bool:
