@@ -103,6 +103,12 @@ class StreamsConfig:
     (:mod:`conf.storage`). Not in the repr: it holds secrets."""
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     """Free-form Spark settings, the only escape hatch."""
+    metrics_port: int = 0
+    """Port the driver serves Prometheus metrics on (``/metrics``, text exposition format) while
+    the application runs; 0: no endpoint (docs/metrics.md)."""
+    metrics_address: str = "127.0.0.1"
+    """Address the metrics endpoint binds to: loopback by default, ``0.0.0.0`` for a Prometheus
+    server on another machine."""
 
     def __post_init__(self) -> None:
         if not self.application_id or not _APPLICATION_ID.match(self.application_id):
@@ -124,6 +130,10 @@ class StreamsConfig:
             raise ConfigError(
                 f"idle_close_ms must be positive, or -1 to turn idle close off, got {self.idle_close}", setting="idle_close_ms"
             )
+        if not 0 <= self.metrics_port <= 65535:
+            raise ConfigError(f"metrics_port must be a TCP port (1-65535), or 0 for no metrics endpoint, got {self.metrics_port}", setting="metrics_port")
+        if not self.metrics_address:
+            raise ConfigError("metrics_address must be an address to bind to, e.g. 127.0.0.1 or 0.0.0.0", setting="metrics_address")
         if self.max_records_per_batch <= 0:
             raise ConfigError(
                 f"max_records_per_batch must be positive, got {self.max_records_per_batch}",
@@ -224,6 +234,8 @@ class StreamsConfig:
             for name in ("num_partitions", "max_records_per_batch", "single_task_records", "num_standby_replicas"):
                 if name in values:
                     values[name] = int(values[name])
+            if "metrics_port" in values:
+                values["metrics_port"] = integer(values["metrics_port"], "metrics_port")
             for name in ("caching", "sticky_tasks"):
                 if name in values:
                     values[name] = boolean(values[name], name)

@@ -21,6 +21,7 @@ def add_run_command(commands) -> argparse.ArgumentParser:
     run.add_argument("--until-caught-up", action="store_true")
     run.add_argument("--timeout-s", type=float, default=None)
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any setting of conf/defaults.toml")
+    run.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics while the job runs (docs/metrics.md; metrics_port)")
     return run
 
 
@@ -35,6 +36,8 @@ def run_example(args: argparse.Namespace, application_id: str, build_topology: C
         "commit_interval_ms": args.commit_interval_ms,
         "max_records_per_batch": args.max_records_per_batch,
     }
+    if args.metrics_port is not None:
+        settings["metrics_port"] = args.metrics_port
     for item in args.set or ():
         key, _, value = item.partition("=")
         settings[key] = value

@@ -221,6 +221,8 @@ def config_from(args: argparse.Namespace) -> StreamsConfig:
         if args.kafka and args.kafka != args.output_kafka:
             raise SystemExit("error: --kafka and --output-kafka name different clusters; one application talks to one Kafka cluster")
         settings.update({"kafka.bootstrap_servers": args.output_kafka, "kafka.sink_topics": [OUTPUT_TOPIC], "kafka.value_format": "json"})
+    if getattr(args, "metrics_port", None) is not None:
+        settings["metrics_port"] = args.metrics_port
     for item in args.set or ():
         key, _, value = item.partition("=")
         settings[key] = value
@@ -291,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any setting of conf/defaults.toml")
     run.add_argument("--log-file", default=None, help="where details go (default: <state_dir>/<application_id>/logs/)")
     run.add_argument("--metrics-file", help="append one JSON line per committed micro-batch to this file (for tools: jobs.soak)")
+    run.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics while the job runs (docs/metrics.md; metrics_port)")
     run.add_argument("--kafka", metavar="HOST:PORT", help="read pageview-events from this Kafka cluster (everything else stays under --root)")
     run.add_argument("--output-kafka", metavar="HOST:PORT", help=f"also publish the counts to the Kafka topic {OUTPUT_TOPIC} there, exactly once (read it read_committed)")
     _topology_args(run)

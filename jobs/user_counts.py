@@ -45,6 +45,8 @@ def config_from(args: argparse.Namespace) -> StreamsConfig:
         "num_partitions": args.partitions,
         "max_records_per_batch": args.max_records_per_batch,
     }
+    if getattr(args, "metrics_port", None) is not None:
+        settings["metrics_port"] = args.metrics_port
     for item in args.set or ():
         key, _, value = item.partition("=")
         settings[key] = value
@@ -90,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any setting of conf/defaults.toml")
     run.add_argument("--log-file", default=None)
     run.add_argument("--metrics-file", default=None)
+    run.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics while the job runs (docs/metrics.md; metrics_port)")
     check = commands.add_parser("check", help="compare the counts with the input; exit 1 on any difference")
     check.add_argument("--root", required=True)
     check.add_argument("--set", action="append", metavar="KEY=VALUE", help="storage_options.<KEY>=<value> for an object-store root")

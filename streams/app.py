@@ -33,6 +33,8 @@ from streams._internal.runtime.idle import IdleClock, keeps_time
 from streams._internal.runtime.inputs import InputLog
 from streams._internal.runtime.kafka_sink import KafkaMirror
 from streams._internal.runtime.kafka_sources import KafkaSources
+from streams._internal.runtime.lifecycle import AppState, Lifecycle
+from streams._internal.runtime.metrics import InputView, MetricsEndpoint
 from streams._internal.runtime.plan import BatchSettings, ShippedTopology
 from streams._internal.runtime.planner import Planner
 from streams._internal.runtime.progress import Progress
@@ -92,6 +94,15 @@ class StreamsApp:
         self.log_file: str | None = None
         """Set by whoever configured logging to a file (``streams.console``); Spark's own log goes
         there too when this process starts Spark."""
+        self._lifecycle = Lifecycle()
+        self._failed = False
+        self.metrics: MetricsEndpoint | None = None
+        """The Prometheus endpoint while the application runs (``metrics_port`` set), else None."""
+
+    @property
+    def state(self) -> AppState:
+        """Where the application is in its lifecycle (Kafka's ``KafkaStreams.state()``)."""
+        return self._lifecycle.state
 
     @property
     def history(self) -> list[BatchMetrics]:
@@ -109,6 +120,40 @@ class StreamsApp:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._failed = False
+        self._lifecycle.to(AppState.REBALANCING)
+        try:
+            self._serve_metrics()
+            self._start()
+        except BaseException:
+            self._lifecycle.to(AppState.PENDING_ERROR)
+            self._stop_metrics()
+            self._lifecycle.to(AppState.ERROR)
+            raise
+        self._lifecycle.to(AppState.RUNNING)
+
+    def _serve_metrics(self) -> None:
+        """First thing at start: a port in use fails the start before Spark does any work."""
+        if not self.config.metrics_port or self.metrics is not None:
+            return
+        endpoint = MetricsEndpoint(
+            self.config.application_id,
+            (sub.id for sub in self.topology.subtopologies),
+            port=self.config.metrics_port,
+            address=self.config.metrics_address,
+            state=lambda: self.state,
+        )
+        endpoint.start()
+        self.metrics = endpoint
+        self.progress.on_batch(endpoint.batch_done)
+
+    def _stop_metrics(self) -> None:
+        metrics, self.metrics = self.metrics, None
+        if metrics is not None:
+            metrics.stop()
+            self.progress.remove_listener(metrics.batch_done)
+
+    def _start(self) -> None:
         phases = Phases()
         with phases.time("check"):
             require_reachable(self.config.root)
@@ -160,6 +205,11 @@ class StreamsApp:
         )
         if self.config.retention.enabled:
             self.retention = Retention(self.config.retention, self.topology, self.registry, self.committer, self.trigger.commit_lock)
+        if self.metrics is not None:
+            partitions = {t: self.registry.partitions(t) for t in uris}
+            self.metrics.watch_inputs(InputView(uris, self.trigger.watcher.latest, self.trigger.consumed, partitions))
+            if self.retention is not None:
+                self.metrics.watch_retention(self.retention.totals)
         # A crash between two sub-topologies' commits leaves repartition records committed but
         # not consumed: process them before new input arrives (no trigger would come for them).
         with phases.time("backlog"):
@@ -292,6 +342,15 @@ class StreamsApp:
     def stop(self, *, graceful_timeout_s: float = 60.0) -> None:
         """Stop between triggers: no new trigger starts, the running one finishes and Spark
         records it, then the query stops and the task hosts on this machine exit."""
+        stopping = self._lifecycle.to(AppState.PENDING_ERROR if self._failed else AppState.PENDING_SHUTDOWN)
+        try:
+            self._stop(graceful_timeout_s)
+        finally:
+            self._stop_metrics()
+            if stopping:
+                self._lifecycle.to(AppState.ERROR if self._failed else AppState.NOT_RUNNING)
+
+    def _stop(self, graceful_timeout_s: float) -> None:
         if self.retention is not None:
             self.retention.stop()
         if self.trigger is not None:
@@ -385,6 +444,7 @@ class StreamsApp:
             log.warning("Spark's checkpoint %s is unusable (%s); restarting the query with a new one", self.checkpoint, cause)
             self._start_query()
             return
+        self._failed = True
         self.stop()
         log.debug("application %s failed:\n%s", self.config.application_id, details)
         raise ApplicationFailedError(self.config.application_id, explain(details), details) from None

@@ -8,6 +8,7 @@ import json
 import logging
 import sys
 import threading
+from collections.abc import Callable
 
 log = logging.getLogger("deltastreams")
 
@@ -60,11 +61,21 @@ class Progress:
         self.interactive = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.totals = {"records_in": 0, "records_out": 0, "dropped_late": 0, "dead_letters": 0, "batches": 0}
         self._lock = threading.Lock()
-        self._metrics_files: list[MetricsFile] = []
+        self._listeners: list[Callable[[object], None]] = []
 
     def write_metrics_to(self, path: str) -> None:
         """Also append every committed micro-batch's metrics to ``path`` (see :class:`MetricsFile`)."""
-        self._metrics_files.append(MetricsFile(path))
+        self.on_batch(MetricsFile(path).write)
+
+    def on_batch(self, listener: Callable[[object], None]) -> None:
+        """Also call ``listener`` with every committed micro-batch's metrics (the metrics file, the
+        metrics endpoint), one call at a time."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[object], None]) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
 
     def batch_done(self, metrics) -> None:
         log.info("%s", metrics.line())
@@ -75,8 +86,8 @@ class Progress:
             self.totals["dropped_late"] += metrics.dropped_late
             self.totals["dead_letters"] += metrics.dead_letters
             self.totals["batches"] += 1
-            for metrics_file in self._metrics_files:  # under the lock: sub-topologies commit from their own threads
-                metrics_file.write(metrics)
+            for listener in self._listeners:  # under the lock: sub-topologies commit from their own threads
+                listener(metrics)
             if self.interactive:
                 t = self.totals
                 self.stream.write(

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from conf.retention import RetentionConfig
 from sinks.retention import (
     RetentionResult,
+    Step,
     changelog_watermarks,
     clean_log,
     clean_transaction_log,
@@ -45,6 +46,9 @@ from topology.graph import Topology
 
 log = logging.getLogger("deltastreams")
 
+_COUNTED = ("files_removed", "files_deleted", "bytes_deleted")
+"""What :meth:`Retention.totals` adds up per step, from each step's results."""
+
 
 class Retention(threading.Thread):
     def __init__(self, config: RetentionConfig, topology: Topology, registry: TopicRegistry, committer: Committer, lock: threading.Lock) -> None:
@@ -60,6 +64,11 @@ class Retention(threading.Thread):
         self.sinks = [t for t in self.outputs if t not in internal and t not in registry.changelog_topics]
         self._stopping = threading.Event()
         self._last: dict[str, float] = {}
+        self._totals: dict[str, dict[str, int]] = {step.value: dict.fromkeys(_COUNTED, 0) for step in Step}
+
+    def totals(self) -> dict[str, dict[str, int]]:
+        """Per step, what it removed since the application started (for the metrics endpoint)."""
+        return {step: dict(counts) for step, counts in self._totals.items()}
 
     def stop(self) -> None:
         """No new step starts; waits for the one running."""
@@ -159,6 +168,9 @@ class Retention(threading.Thread):
                 self._record(None, clean_transaction_log(txlog, keep_versions=self.config.log_keep_versions, on_step=crash_point))
 
     def _record(self, topic: str | None, result: RetentionResult) -> None:
+        counts = self._totals[result.step.value]
+        for name in _COUNTED:
+            counts[name] += getattr(result, name)
         if topic is not None and result.version is not None:
             self.registry.committed(topic, result.version)
         if result.version is not None or result.files_deleted or result.conflict:

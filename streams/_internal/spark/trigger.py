@@ -68,6 +68,9 @@ class BatchMetrics:
     """Partition -> changelog entries its task read back (it ran away from its current stores)."""
     standby_entries: int = 0
     """Entries the standby copies applied during the trigger (all sub-topologies)."""
+    sink_timestamps: tuple[int, int] | None = None
+    """Oldest and newest timestamp (epoch ms) of the records written to sink topics (not
+    repartition topics, changelogs or the DLQ), from the files' stats; None: none written."""
 
     def line(self) -> str:
         return (
@@ -258,6 +261,7 @@ class Trigger:
                 task_locations={o.partition: o.location for o in mine if o.location is not None},
                 task_restored_entries={o.partition: o.restored_entries for o in mine if o.restored_entries},
                 standby_entries=self.job.standby_entries,
+                sink_timestamps=self._sink_timestamps(sub.id, written),
             )
             self.history.append(metrics)
             self.progress.batch_done(metrics)
@@ -265,6 +269,13 @@ class Trigger:
             self.planner.inputs.forget(topic, position)
         if staged:  # merged into the batch's files (committed or abandoned): garbage now
             self._cleaner.submit(_delete_staged, [(self.registry.uri(w.topic), w.file.path) for w in staged])
+
+    def _sink_timestamps(self, subtopology: int, written: list[WrittenFile]) -> tuple[int, int] | None:
+        sinks = set(self.planner.topology.subtopology(subtopology).sink_topics) - set(self.planner.topology.internal_topics)
+        stamped = [w.file for w in written if w.topic in sinks and w.file.num_records > 0 and w.file.min_timestamp >= 0]
+        if not stamped:
+            return None
+        return min(f.min_timestamp for f in stamped), max(f.max_timestamp for f in stamped)
 
     def _consumed_inputs(self) -> dict[str, int]:
         return {t: self.consumed(t) for t in self.planner.inputs.uris}
