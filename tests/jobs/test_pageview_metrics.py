@@ -1,6 +1,5 @@
 """The pageview job's metrics endpoint, scraped over HTTP while the job runs."""
 
-import os
 import socket
 import subprocess
 import sys
@@ -10,15 +9,10 @@ import pytest
 
 from conf import StreamsConfig
 from jobs.pageview import build_topology, generate, read_results
-from streams.app import StreamsApp
-from streams._internal.runtime.lifecycle import AppState
-from tests.streams.test_metrics_endpoint import free_port, scrape
+from streams.app import AppState, StreamsApp
+from tests.streams.metrics_support import free_port, sample, scrape
 
 EVENTS = 4000
-
-
-def sample(samples, name, **labels):
-    return samples.get((name, tuple(sorted(labels.items()))))
 
 
 def wait_until_caught_up(port: int, processed: int, timeout_s: float = 180) -> dict:
@@ -84,7 +78,7 @@ def test_run_on_a_metrics_port_in_use_fails_at_once_with_a_clear_message(tmp_pat
         started = time.monotonic()
         out = subprocess.run(
             [sys.executable, "-m", "jobs.pageview", "run", "--root", str(tmp_path), "--metrics-port", str(port)],
-            capture_output=True, text=True, timeout=120, env={**os.environ},
+            capture_output=True, text=True, timeout=120,
         )  # fmt: skip
     assert out.returncode == 1
     assert f"error: metrics port 127.0.0.1:{port} is in use" in out.stderr

@@ -2,11 +2,9 @@
 urllib and parsed by Prometheus' own parser."""
 
 import socket
-import urllib.request
 from types import SimpleNamespace
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from conf import StreamsConfig
 from conf.errors import ConfigError
@@ -14,18 +12,7 @@ from jobs.pageview import INPUT_TOPIC, generate
 from sinks import Topic
 from streams._internal.runtime.lifecycle import AppState, Lifecycle
 from streams._internal.runtime.metrics import InputView, MetricsEndpoint
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def scrape(port: int) -> dict[tuple[str, tuple], float]:
-    """Every sample of the endpoint: (sample name, sorted labels) -> value."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value for family in text_string_to_metric_families(text) for s in family.samples}
+from tests.streams.metrics_support import free_port, scrape
 
 
 def batch(subtopology, batch_id, *, records_in, records_out=0, dropped_late=0, dead_letters=0, sink_timestamps=None, started_at=1000.0):
