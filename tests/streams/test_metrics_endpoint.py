@@ -123,3 +123,31 @@ def test_the_lifecycle_follows_kafkas_transitions():
     assert life.to(AppState.PENDING_SHUTDOWN) and life.to(AppState.NOT_RUNNING)
     assert not life.to(AppState.PENDING_SHUTDOWN)  # stopping a stopped application changes nothing
     assert life.to(AppState.REBALANCING) and life.to(AppState.PENDING_ERROR) and life.to(AppState.ERROR)
+
+
+def test_a_failed_start_ends_in_error_with_the_metrics_port_closed(tmp_path):
+    from conf.errors import TopicNotFoundError
+    from jobs.pageview import build_topology
+    from streams.app import StreamsApp
+
+    port = free_port()
+    app = StreamsApp(build_topology(), StreamsConfig.load({"application_id": "pageview", "root": str(tmp_path), "metrics_port": port}))
+    assert app.state is AppState.CREATED
+    with pytest.raises(TopicNotFoundError):
+        app.start()  # no input topic: fails before Spark starts
+    assert app.state is AppState.ERROR
+    with pytest.raises(OSError):
+        scrape(port)
+
+
+def test_records_lag_of_a_kafka_topic_is_end_offset_minus_committed_offset(endpoint):
+    consumed = {"offsets": -1}  # never read: the committer's position for a Kafka topic it has not read
+    e = endpoint()
+    e.watch_inputs(InputView({}, lambda: {"clicks": {0: 10, 1: 5}}, lambda t: consumed["offsets"], {}))
+
+    def lag():
+        return {int(dict(k[1])["partition"]): v for k, v in scrape(e.port).items() if k[0] == "deltastreams_records_lag"}
+
+    assert lag() == {0: 10, 1: 5}
+    consumed["offsets"] = {0: 4, 1: 5}
+    assert lag() == {0: 6, 1: 0}

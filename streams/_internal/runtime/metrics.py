@@ -232,16 +232,17 @@ class _ScrapeTimeMetrics(Collector):
             "deltastreams_versions_lag", "Versions (commits) of a Delta input topic not yet consumed: a log-position lag with no Kafka counterpart", labels=["topic"]
         )
         for topic, latest in sorted(inputs.latest().items()):
-            consumed = inputs.consumed(topic)
-            if isinstance(latest, Mapping):  # a Kafka topic: offsets per partition
-                for partition, end in sorted(latest.items()):
-                    records.add_metric([topic, str(partition)], max(0, end - consumed.get(partition, 0)))
-                continue
-            versions.add_metric([topic], max(0, latest - consumed))
             try:
-                behind = self._records_behind(topic, inputs.delta_uris[topic], consumed, latest, inputs.partitions[topic])
+                consumed = inputs.consumed(topic)
+                if isinstance(latest, Mapping):  # a Kafka topic: offsets per partition
+                    # Never read: behind from offset 0 (the low watermark is not asked for).
+                    start = consumed if isinstance(consumed, Mapping) else {}
+                    behind = {p: max(0, end - start.get(p, 0)) for p, end in latest.items()}
+                else:
+                    behind = self._records_behind(topic, inputs.delta_uris[topic], consumed, latest, inputs.partitions[topic])
+                    versions.add_metric([topic], max(0, latest - consumed))
             except Exception:  # noqa: BLE001 - a scrape must not fail for a transient read; this topic's series skip a scrape
-                log.debug("records lag of %s not computed", topic, exc_info=True)
+                log.debug("lag of %s not computed", topic, exc_info=True)
                 continue
             for partition, n in sorted(behind.items()):
                 records.add_metric([topic, str(partition)], n)
