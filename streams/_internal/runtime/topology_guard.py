@@ -60,7 +60,7 @@ def check_topology_upgrade(topology: Topology, config: StreamsConfig) -> dict[in
     committed = committed_records(topology, config)
     changes = lost_state(committed, topology)
     if changes:
-        lines = tuple(_describe(change, committed, config) for change in changes)
+        lines = tuple(_describe(change, config) for change in changes)
         listed = "\n".join(f"  - {line}" for line in lines)
         if config.topology_upgrade is TopologyUpgrade.ACCEPT_LOSS:
             log.warning(
@@ -88,28 +88,27 @@ def keep_records(committer: Committer, records: dict[int, str]) -> None:
 # -- the message -----------------------------------------------------------------------------------
 
 
-def _describe(change: Change, committed: dict[int, TopologyRecord], config: StreamsConfig) -> str:
+def _describe(change: Change, config: StreamsConfig) -> str:
     if change.kind is Kind.STORE:
-        entries = _count(lambda: _store_entries(config, change.old))
-        held = f"its {entries} committed entries would be ignored"
-        return f"store {change.old} -> {change.new} ({held})" if change.new else f"store {change.old} dropped ({held})"
+        held = _held(lambda: _store_entries(config, change.old), "committed entries")
+        return f"store {change.old} -> {change.new} ({held} would be ignored)" if change.new else f"store {change.old} dropped ({held} would be ignored)"
     if change.kind is Kind.REPARTITION_TOPIC:
-        records = _count(lambda: _unconsumed_records(config, change.old, change.subtopology))
-        held = f"its {records} records not yet consumed would be ignored"
+        held = _held(lambda: _unconsumed_records(config, change.old, change.subtopology), "records not yet consumed")
         if change.new:
-            return f"repartition topic {change.old} -> {change.new} ({held})"
-        return f"repartition topic {change.old} dropped ({held})"
+            return f"repartition topic {change.old} -> {change.new} ({held} would be ignored)"
+        return f"repartition topic {change.old} dropped ({held} would be ignored)"
     return (
         f"sub-topology {change.subtopology} read {change.old}, now reads {change.new} (its transaction log's committed positions "
         f"in {change.old} would be ignored)"
     )
 
 
-def _count(counting) -> str:
+def _held(counting, what: str) -> str:
+    """``its 12,345 <what>``, or ``its <what>`` if they cannot be counted (a log cut by retention)."""
     try:
-        return f"{counting():,}"
+        return f"its {counting():,} {what}"
     except DeltaStreamsError:
-        return "(unknown number of)"
+        return f"its {what}"
 
 
 def _store_entries(config: StreamsConfig, store: str) -> int:
@@ -128,8 +127,8 @@ def _unconsumed_records(config: StreamsConfig, topic: str, reader: int) -> int:
     uri = transaction_log_uri(config, reader)
     last = TransactionLog(uri, "").last_decided() if table_exists(uri) else None
     position = last.sources.get(topic, (-1, -1))[1] if last is not None else -1
-    table = Topic.open(config.root, physical).delta_table()
-    return sum(max(f.num_records, 0) for f in files_added(Topic.open(config.root, physical).uri, position, table.version()))
+    topic = Topic.open(config.root, physical)
+    return sum(max(f.num_records, 0) for f in files_added(topic.uri, position, topic.version()))
 
 
 def _action(changes: list[Change], topology: Topology) -> str:
