@@ -43,6 +43,16 @@ class DeltaSpark(Enum):
     OFF = "off"
 
 
+class TopologyUpgrade(Enum):
+    """What a start does when its topology would orphan committed state (``topology_upgrade``)."""
+
+    REFUSE = "refuse"
+    """Refuse to start, naming each store, repartition topic and sub-topology concerned."""
+    ACCEPT_LOSS = "accept_loss"
+    """Start anyway (logged as a warning): renamed stores start empty, the old repartition topics'
+    unconsumed records and the old positions are ignored."""
+
+
 class BadRecordPolicy(Enum):
     """What to do with a record that cannot be processed."""
 
@@ -88,6 +98,10 @@ class StreamsConfig:
     """Wall-clock completeness, beyond Kafka (off: None). A task whose input has brought no record
     for this long starts moving its stream time with the wall clock, so windows, sessions and
     suppressed results close without waiting for a new record (docs/differences-from-kafka.md)."""
+    topology_upgrade: TopologyUpgrade = TopologyUpgrade.REFUSE
+    """A start whose topology renames or drops a store, a repartition topic or a sub-topology's
+    committed source positions (an unnamed operator added upstream shifts generated names) is
+    refused, or, with ``accept_loss``, starts without that state (docs/operations.md)."""
     master: str = "local[2]"
     """The embedded default; a master given to spark-submit (or a running session's) wins."""
     delta_spark: DeltaSpark = DeltaSpark.AUTO
@@ -229,6 +243,8 @@ class StreamsConfig:
                 values["processing_guarantee"] = enum_value(Guarantee, values["processing_guarantee"], "processing_guarantee")
             if "delta_spark" in values:
                 values["delta_spark"] = enum_value(DeltaSpark, values["delta_spark"], "delta_spark")
+            if "topology_upgrade" in values:
+                values["topology_upgrade"] = enum_value(TopologyUpgrade, values["topology_upgrade"], "topology_upgrade")
             if "on_bad_record" in values:
                 values["on_bad_record"] = enum_value(BadRecordPolicy, values["on_bad_record"], "on_bad_record")
             for name in ("num_partitions", "max_records_per_batch", "single_task_records", "num_standby_replicas"):

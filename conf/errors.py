@@ -25,6 +25,23 @@ class TopologyError(DeltaStreamsError):
         self.node = node
 
 
+class TopologyUpgradeError(DeltaStreamsError):
+    """A start was refused: its topology renames or drops state the application committed under
+    an earlier topology (a store, a repartition topic, or a sub-topology's source positions), which
+    it would silently ignore. Raised at start, before anything is written.
+
+    ``changes`` lists each one (``store OLD -> NEW (...)``); ``action`` says how to keep the state
+    (give the old names back with ``name=``) or to accept the loss (``topology_upgrade =
+    "accept_loss"``). Kafka Streams has no such guard (docs/differences-from-kafka.md).
+    """
+
+    def __init__(self, message: str, *, application_id: str, changes: tuple[str, ...], action: str) -> None:
+        super().__init__(message)
+        self.application_id = application_id
+        self.changes = changes
+        self.action = action
+
+
 class ConfigError(DeltaStreamsError):
     """A configuration value is missing or invalid. The message names the setting and the fix."""
 

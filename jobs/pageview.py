@@ -24,6 +24,7 @@ import argparse
 import csv
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -49,11 +50,16 @@ def build_topology(
     emit: str = "revisions",
     functions: str = "arrow",
     hops: int = 2,
+    exclude_categories: Sequence[str] = (),
+    store_name: str | None = None,
 ) -> Topology:
     """The pageview topology. ``functions`` picks how filter and map are written: ``arrow``
     (pyarrow expressions, vectorised, the default), ``python`` (callables, per record) or
     ``column`` (Spark Columns, compiled to Catalyst). ``hops=3`` first re-keys by page and
-    repartitions, then re-keys by category (three sub-topologies): what one more hop costs."""
+    repartitions, then re-keys by category (three sub-topologies): what one more hop costs.
+    ``exclude_categories``: one more (unnamed) filter before the grouping, dropping those
+    categories; ``store_name`` names the count's store (and so its repartition topic), which
+    then keeps its name whatever operators are added before it (docs/operations.md)."""
     if functions == "python":
         long_enough = lambda user_id, view: view["duration_s"] >= min_duration_s  # noqa: E731
         by_category = lambda user_id, view: (view["category"], view)  # noqa: E731
@@ -76,11 +82,15 @@ def build_topology(
         if functions == "column":
             raise ValueError("hops=3 re-keys after a repartition, where Spark Column functions do not run; use arrow or python")
         views = views.map(by_page).repartition(name="pageviews-by-page")
+    by_category_views = views.map(by_category)
+    if exclude_categories:
+        excluded = list(exclude_categories)
+        kept = ~pc.field("key").isin(excluded) if functions == "arrow" else (lambda category, view: category not in excluded)
+        by_category_views = by_category_views.filter(kept)
     counts = (
-        views.map(by_category)
-        .group_by_key()
+        by_category_views.group_by_key()
         .windowed_by(TimeWindows.of_size(window_ms).grace(grace_ms))
-        .count()
+        .count(name=store_name)
     )
     if emit == "final":
         counts = counts.suppress(Suppressed.until_window_closes())
@@ -215,6 +225,8 @@ def config_from(args: argparse.Namespace) -> StreamsConfig:
         "caching": args.caching == "on",
         "max_records_per_batch": args.max_records_per_batch,
     }
+    if getattr(args, "accept_topology_change", False):
+        settings["topology_upgrade"] = "accept_loss"
     if getattr(args, "kafka", None):
         settings.update({"kafka.bootstrap_servers": args.kafka, "kafka.source_topics": [INPUT_TOPIC], "kafka.value_format": "json"})
     if getattr(args, "output_kafka", None):
@@ -236,6 +248,11 @@ def _topology_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--emit", choices=("revisions", "final"), default="revisions")
     parser.add_argument("--functions", choices=("arrow", "python", "column"), default="arrow")
     parser.add_argument("--hops", type=int, choices=(2, 3), default=2, help="sub-topologies (3: one more repartition)")
+    parser.add_argument(
+        "--exclude-category", action="append", default=[], metavar="CATEGORY",
+        help="drop this category before counting (one more unnamed filter upstream of the count)",
+    )  # fmt: skip
+    parser.add_argument("--store-name", default=None, help="name the count's store (and its repartition topic) instead of generating it")
 
 
 def _storage_args(parser: argparse.ArgumentParser) -> None:
@@ -295,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--metrics-file", help="append one JSON line per committed micro-batch to this file (for tools: jobs.soak)")
     run.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics while the job runs (docs/metrics.md; metrics_port)")
     run.add_argument("--kafka", metavar="HOST:PORT", help="read pageview-events from this Kafka cluster (everything else stays under --root)")
+    run.add_argument(
+        "--accept-topology-change", action="store_true",
+        help="start even if the topology no longer finds committed state (renamed stores start empty): topology_upgrade = accept_loss",
+    )  # fmt: skip
     run.add_argument("--output-kafka", metavar="HOST:PORT", help=f"also publish the counts to the Kafka topic {OUTPUT_TOPIC} there, exactly once (read it read_committed)")
     _topology_args(run)
 
@@ -324,7 +345,10 @@ def _command(args: argparse.Namespace) -> int:
     if args.command in ("generate", "results") and args.root:
         _use_storage_settings(args)
     if args.command == "describe":
-        print(build_topology(window_ms=args.window_ms, grace_ms=args.grace_ms, emit=args.emit, hops=args.hops).describe(), end="")
+        topology = build_topology(
+            window_ms=args.window_ms, grace_ms=args.grace_ms, emit=args.emit, hops=args.hops, exclude_categories=args.exclude_category, store_name=args.store_name
+        )
+        print(topology.describe(), end="")
     elif args.command == "generate" and args.rate is not None:
         progress = generate_steady(
             args.root,
@@ -367,8 +391,9 @@ def _command(args: argparse.Namespace) -> int:
         from streams.console import run_from_terminal
 
         topology = build_topology(
-            window_ms=args.window_ms, grace_ms=args.grace_ms, min_duration_s=args.min_duration_s, emit=args.emit, functions=args.functions, hops=args.hops
-        )
+            window_ms=args.window_ms, grace_ms=args.grace_ms, min_duration_s=args.min_duration_s, emit=args.emit, functions=args.functions, hops=args.hops,
+            exclude_categories=args.exclude_category, store_name=args.store_name,
+        )  # fmt: skip
         app = StreamsApp(topology, config_from(args))
         if args.metrics_file:
             app.progress.write_metrics_to(args.metrics_file)

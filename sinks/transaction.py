@@ -6,6 +6,12 @@ One Delta table per sub-topology, holding no data, only commits: registrations o
 a registration by a newer instance makes an older instance's next batch commit fail: fencing.
 Publishing a decided batch adds its files to each output table under
 ``txn(<application_id>/subtopology-<n>, seq)``, skipping tables that already have it.
+
+What the decided state depends on (the application's topology) is kept as a property of the log's
+table (Delta ``metaData.configuration``), set by the same exclusive commit as a decided batch
+(:meth:`TransactionLog.keep_with_next_decision`): atomic with the state it describes, free for
+every other batch, and, being table state, kept by every checkpoint when log retention deletes
+old commits.
 """
 
 from __future__ import annotations
@@ -96,6 +102,13 @@ def decided_batches(uri: str) -> list[DecidedBatch]:
     return batches
 
 
+def log_property(uri: str, key: str) -> str | None:
+    """A property kept in the transaction log at ``uri`` (None: no such log, or not set); read-only."""
+    if not table_exists(uri):
+        return None
+    return open_table(uri).metadata().configuration.get(key)
+
+
 def decided_entry(actions: list[dict]) -> DecidedBatch | None:
     """The batch one transaction-log commit decided, if it decided one."""
     entry = _entry(actions)
@@ -120,6 +133,7 @@ class TransactionLog:
         registration by another instance since then always fences this one."""
         self.epoch = -1
         self.instance = ""
+        self._pending_properties: dict[str, str] = {}
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -163,17 +177,49 @@ class TransactionLog:
                 return version, DecidedBatch.from_json(entry)
         return None
 
+    def property(self, key: str) -> str | None:
+        """A property kept in the log (:meth:`keep_with_next_decision`), as last committed."""
+        return self.table.metadata().configuration.get(key)
+
     # -- writing ------------------------------------------------------------------------------
 
-    def _commit(self, entry: str, txn: tuple[str, int], read_version: int) -> bool:
+    def keep_with_next_decision(self, properties: dict[str, str]) -> None:
+        """Set ``properties`` of the log in the same commit as the next decided batch (so they
+        become visible exactly when state produced under them does, and never without it)."""
+        self._pending_properties.update(properties)
+
+    def _metadata_action(self) -> dict:
+        """The log table's metaData, with the pending properties set (a Delta metaData action
+        replaces the whole of it)."""
+        table = self.table
+        metadata = table.metadata()
+        action = {
+            "id": metadata.id,
+            "name": metadata.name,
+            "description": metadata.description,
+            "format": {"provider": "parquet", "options": {}},
+            "schemaString": table.schema().to_json(),
+            "partitionColumns": list(metadata.partition_columns),
+            "configuration": {**metadata.configuration, **self._pending_properties},
+            "createdTime": metadata.created_time,
+        }
+        return {"metaData": {k: v for k, v in action.items() if v is not None}}
+
+    def _commit(self, entry: str, txn: tuple[str, int], read_version: int, *, with_properties: bool = False) -> bool:
         """One exclusive commit of ``entry`` after ``read_version``; False if that version is
         taken. Written directly (:mod:`sinks._internal.log_commit`): delta-rs' commit of the same
         entry lists and reloads the log, 20-40 ms a decided batch."""
+        actions = [log_commit.txn(*txn)]
+        properties = with_properties and bool(self._pending_properties)
+        if properties:
+            actions.append(self._metadata_action())
         version = log_commit.commit_at(
-            self.uri, read_version, [log_commit.txn(*txn)], operation="WRITE", parameters={"mode": "Append"}, metrics={}, info=entry, blind_append=True
+            self.uri, read_version, actions, operation="WRITE", parameters={"mode": "Append"}, metrics={}, info=entry, blind_append=not properties
         )
         if version is None:
             return False
+        if properties:
+            self._pending_properties = {}
         self._written = version
         log_commit.checkpoint_if_due(version, log_commit.checkpoint_interval(self._table), lambda: self._table)
         return True
@@ -191,7 +237,7 @@ class TransactionLog:
     def decide(self, batch: DecidedBatch) -> None:
         """The point of no return: record the batch, unless this instance has been fenced. (Under
         at_least_once: the progress record, after publication.)"""
-        if self._commit(batch.to_json(), (COMMIT_APP, batch.seq), self._written):
+        if self._commit(batch.to_json(), (COMMIT_APP, batch.seq), self._written, with_properties=True):
             return
         current = self.current_epoch()
         if current > self.epoch:

@@ -42,6 +42,7 @@ from streams._internal.runtime.rescale_marker import require_no_rescale
 from streams._internal.runtime.registry import TopicRegistry
 from streams._internal.runtime.retention import Retention
 from streams._internal.runtime.timing import Phases
+from streams._internal.runtime.topology_guard import check_topology_upgrade, keep_records
 from streams._internal.spark.listener import query_listener
 from streams._internal.spark.session import spark_session
 from streams._internal.spark.job import TriggerJob
@@ -163,6 +164,7 @@ class StreamsApp:
                 # an object store only if it honours If-None-Match.
                 require_exclusive_commits(self.config.root)
             self._check_sources()
+            topology_records = check_topology_upgrade(self.topology, self.config)
             in_kafka = frozenset(self.kafka.topics) if self.kafka is not None else frozenset()
             compiled = {sub.id: compile_subtopology(self.topology, sub, kafka_topics=in_kafka) for sub in self.topology.subtopologies}
         if self.spark is None:
@@ -184,6 +186,7 @@ class StreamsApp:
         self.committer = Committer(self.registry)
         with phases.time("recover"):
             self.committer.recover(self.topology.subtopologies)  # first: rolling forward publishes
+            keep_records(self.committer, topology_records)
         with phases.time("register"):
             self.registry.register()
         self.kafka_mirror = KafkaMirror(self.config, self.topology, self.registry) if self.config.kafka.sink_topics else None

@@ -78,7 +78,7 @@ def run_from_terminal(app: StreamsApp, *, until_caught_up: bool = False, timeout
         return 1
     except DeltaStreamsError as e:
         logging.getLogger("deltastreams.failure").debug("%s", traceback.format_exc())
-        _say(str(e), "fix what the message names, then start the job again", log_file)
+        _say(str(e), getattr(e, "action", None) or "fix what the message names, then start the job again", log_file)
         return 1
     except Exception as e:  # noqa: BLE001 - anything else: one line here, the traceback in the file
         logging.getLogger("deltastreams.failure").debug("%s", traceback.format_exc())

@@ -18,6 +18,7 @@ from conf.errors import (
     TopicExistsError,
     TopicNotFoundError,
     TopologyError,
+    TopologyUpgradeError,
     UnreadableFileError,
 )
 
@@ -35,5 +36,6 @@ __all__ = [
     "TopicExistsError",
     "TopicNotFoundError",
     "TopologyError",
+    "TopologyUpgradeError",
     "UnreadableFileError",
 ]

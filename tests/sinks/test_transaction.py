@@ -109,3 +109,40 @@ def tmp_path_of(topic):
     from pathlib import Path
 
     return Path(topic.uri)
+
+
+def test_properties_kept_with_the_next_decision_appear_with_it_and_survive_log_cleanup(setup, tmp_path):
+    """A property set for the next decision (the committed topology) is invisible until a batch is
+    decided, then visible in the same commit; later batches keep it without writing it again, and
+    it is table state, so log retention (a checkpoint, then old commits deleted) keeps it."""
+    from sinks.retention import clean_transaction_log
+    from sinks.transaction import log_property
+
+    topic, log = setup
+    uri = str(tmp_path / "txlog")
+    log.keep_with_next_decision({"deltastreams.topology": '{"v": 1}'})
+    assert log_property(uri, "deltastreams.topology") is None  # nothing decided yet: nothing recorded
+    version = log.table.version()
+    log.decide(staged_batch(topic, 0, records(["a"])))
+    assert log.table.version() == version + 1  # one commit: the batch and its property
+    assert log_property(uri, "deltastreams.topology") == '{"v": 1}'
+    for seq in range(1, 4):
+        log.decide(staged_batch(topic, seq, records(["b"])))
+    assert DeltaTable(uri).history(1)[0]["operation"] == "WRITE"
+    clean_transaction_log(log, keep_versions=1)
+    assert not (tmp_path / "txlog" / "_delta_log" / f"{version + 1:020d}.json").exists()
+    assert log_property(uri, "deltastreams.topology") == '{"v": 1}'
+    restarted = TransactionLog(uri, "app/subtopology-0")
+    restarted.register("second")
+    assert restarted.property("deltastreams.topology") == '{"v": 1}' and restarted.last_decided().seq == 3
+
+
+def test_a_fenced_instance_records_no_property(setup, tmp_path):
+    topic, first = setup
+    TransactionLog(str(tmp_path / "txlog"), "app/subtopology-0").register("second")
+    first.keep_with_next_decision({"deltastreams.topology": "zombie's"})
+    with pytest.raises(ProducerFencedError):
+        first.decide(staged_batch(topic, 0, records(["a"])))
+    from sinks.transaction import log_property
+
+    assert log_property(str(tmp_path / "txlog"), "deltastreams.topology") is None

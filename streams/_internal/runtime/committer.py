@@ -129,6 +129,11 @@ class AtLeastOnce:
             txlog.decide(batch)
 
 
+def transaction_log_uri(config: StreamsConfig, subtopology: int) -> str:
+    """Where sub-topology ``subtopology``'s transaction log is: keyed by its id."""
+    return under_root(config.root, "transactions", config.application_id, f"subtopology-{subtopology}")
+
+
 class Committer:
     """Commits every sub-topology of one application instance, with the configured guarantee's
     strategy (:class:`ExactlyOnce` or :class:`AtLeastOnce`)."""
@@ -143,7 +148,7 @@ class Committer:
         self.positions: dict[int, dict[str, int]] = {}
 
     def log_uri(self, subtopology: int) -> str:
-        return under_root(self.config.root, "transactions", self.config.application_id, f"subtopology-{subtopology}")
+        return transaction_log_uri(self.config, subtopology)
 
     def txn_app_id(self, subtopology: int) -> str:
         return f"{self.config.application_id}/subtopology-{subtopology}"
