@@ -21,6 +21,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+import pyarrow.fs as pafs
+
 from sinks import filesystem_for, under_root
 
 log = logging.getLogger("deltastreams")
@@ -39,8 +41,6 @@ def instances_dir(root: str, application_id: str) -> str:
 def read_heartbeats(root: str, application_id: str) -> dict[str, dict]:
     """Every instance's last heartbeat, by instance id (read-only; an unreadable file is skipped:
     it is being replaced)."""
-    import pyarrow.fs as pafs
-
     fs, base = filesystem_for(instances_dir(root, application_id))
     try:
         infos = fs.get_file_info(pafs.FileSelector(base, allow_not_found=True))
@@ -85,7 +85,7 @@ class Heartbeat(threading.Thread):
         self._lock = threading.Lock()
         self._started_ms = int(time.time() * 1000)
         self._fs, base = filesystem_for(instances_dir(root, application_id))
-        self._local = "://" not in base
+        self._local = isinstance(self._fs, pafs.LocalFileSystem)
         self._path = f"{base}/{instance}.json"
         if self._local:
             os.makedirs(base, exist_ok=True)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 
+import pyarrow.fs as pafs
+
 from conf.errors import ConfigError
 from sinks import filesystem_for, under_root
 
@@ -28,7 +30,7 @@ def write_plan(root: str, application_id: str, plan: dict) -> None:
     """Whole or not at all: a crash leaves no plan or the complete one."""
     fs, path = filesystem_for(plan_uri(root, application_id))
     data = json.dumps(plan).encode()
-    if "://" in path:
+    if not isinstance(fs, pafs.LocalFileSystem):
         with fs.open_output_stream(path) as out:
             out.write(data)
         return
