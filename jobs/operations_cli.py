@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 
@@ -123,22 +124,33 @@ def _position(value) -> str:
 def main_for(prog: str, doc: str | None, argv: list[str] | None, command: str) -> int:
     """``python -m jobs.status`` / ``jobs.reset``: any application, its topology named by
     ``--topology module:function`` (or known from its application id)."""
-    from conf.errors import DeltaStreamsError
-
     parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command")
-    sub = (add_status_command if command == "status" else add_reset_command)(commands, None)
-    sub.add_argument("--topology", help="module:function returning the application's topology (default: the example of that application id)")
-    args = parser.parse_args([command, *(sys.argv[1:] if argv is None else argv)])
+    (add_status_command if command == "status" else add_reset_command)(_OneCommand(parser), None)
+    parser.add_argument("--topology", help="module:function returning the application's topology (default: the example of that application id)")
+    args = parser.parse_args(argv)
+    args.command = command
     spec = args.topology or KNOWN_TOPOLOGIES.get(args.application_id)
     if spec is None:
         parser.error(f"--topology module:function is needed for application {args.application_id!r} (known: {', '.join(sorted(KNOWN_TOPOLOGIES))})")
     try:
         topology = _load_topology(spec)
-        return (run_status if command == "status" else run_reset)(args, lambda: topology)
-    except DeltaStreamsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    except (ImportError, AttributeError) as e:
+        parser.error(f"--topology {spec}: {e}")
+    try:
+        return run_operations_command(args, lambda: topology)
+    except BrokenPipeError:  # the reader (e.g. `| head`) went away: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+class _OneCommand:
+    """Stands for argparse's subparsers where the tool is the command: its options go on the tool's parser."""
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self.parser = parser
+
+    def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
+        return self.parser
 
 
 KNOWN_TOPOLOGIES = {

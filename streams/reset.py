@@ -52,7 +52,7 @@ from conf import StreamsConfig
 from conf.errors import DeltaStreamsError
 from sinks import Topic, filesystem_for, open_table, read_commit, table_exists, topic_uri
 from sinks.transaction import DecidedBatch, TransactionLog
-from streams._internal.runtime import reset_marker, task_host
+from streams._internal.runtime import rescale_marker, reset_marker, task_host
 from streams._internal.runtime.crashpoints import crash_point
 from streams.status import holders, transaction_log_uri
 from topology.graph import Topology
@@ -130,6 +130,8 @@ def reset(topology: Topology, config: StreamsConfig, target: ResetTarget, *, for
         # Step 1
         if not any(table_exists(uri) for uri in logs.values()):
             raise ResetError(f"application {app!r} has never run under {root} (no transaction log at {logs[min(logs)]}): nothing to reset")
+        if "://" not in root and rescale_marker.read_plan(root, app) is not None:
+            raise ResetError(f"application {app} has an unfinished rescale: run jobs.rescale again to finish it, then reset")
         _check_not_held(topology, config, force)
         positions = _target_positions(topology, config, target)
     # Step 2

@@ -25,9 +25,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
+from deltalake.exceptions import DeltaError
+
 from conf import StreamsConfig
 from sinks import Topic, files_added, open_table, read_commit, table_exists, topic_uri, under_root
-from sinks.transaction import EPOCH_APP, decided_entry
+from sinks.transaction import COMMIT_APP, EPOCH_APP, decided_entry
 from streams._internal.runtime import heartbeat
 from streams._internal.runtime import rescale_marker, reset_marker
 from topology.graph import Topology
@@ -40,7 +42,7 @@ _RECORDS_SCAN = 2000
 """Lags of more versions than this are not counted in records (one commit file read per version)."""
 _HISTORY = 100
 """Commits of each topic's history searched for retention's last runs."""
-_RETENTION_OPERATIONS = {"OPTIMIZE": "optimize", "REORG": "compact", "DELETE": "purge or expire", "SET TBLPROPERTIES": "settings"}
+_RETENTION_OPERATIONS = {"OPTIMIZE": "optimize", "REORG": "compact", "DELETE": "purge or expire", "SET TBLPROPERTIES": "compact (clean watermarks)"}
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,7 @@ def application_status(topology: Topology, config: StreamsConfig, *, now_ms: int
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     root, app = config.root, config.application_id
     beats = heartbeat.read_heartbeats(root, app)
-    subs = tuple(_subtopology_status(topology, config, sub, beats, now_ms) for sub in topology.subtopologies)
+    subs = tuple(_retrying(lambda sub=sub: _subtopology_status(topology, config, sub, beats, now_ms)) for sub in topology.subtopologies)
     reset_plan = reset_marker.read_plan(root, app)
     rescale_plan = rescale_marker.read_plan(root, app) if "://" not in root else None
     if reset_plan is not None:
@@ -170,10 +172,23 @@ def application_status(topology: Topology, config: StreamsConfig, *, now_ms: int
         state=state,
         subtopologies=subs,
         outputs=outputs,
-        retention=tuple(_retention_runs(topology, config)),
+        retention=tuple(_retrying(lambda: _retention_runs(topology, config))),
         reset_in_progress=reset_plan and {k: reset_plan[k] for k in ("id", "target", "started_ms") if k in reset_plan},
         rescale_in_progress=rescale_plan and {k: rescale_plan[k] for k in ("phase", "partitions") if k in rescale_plan},
     )
+
+
+def _retrying(read, attempts: int = 3):
+    """A read racing the running application's log cleanup (a commit file listed, then deleted)
+    fails; read again, from the newer state."""
+    for attempt in range(attempts):
+        try:
+            return read()
+        except (OSError, DeltaError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.2)
+    return None
 
 
 def holders(topology: Topology, config: StreamsConfig, *, now_ms: int | None = None) -> dict[int, HolderStatus | None]:
@@ -197,7 +212,7 @@ def _subtopology_status(topology: Topology, config: StreamsConfig, sub, beats: d
     table = open_table(uri)
     head = table.version()
     holder = _holder(uri, sub.id, table, beats, now_ms)
-    last, where, error = _last_batch(uri, head)
+    last, where, error = _last_batch(uri, head) if table.transaction_version(COMMIT_APP) is not None else (None, None, None)
     positions = {t: end for t, (_, end) in last.sources.items()} if last is not None else {}
     inputs = tuple(_input_status(topology, config, sub, topic, positions.get(topic, -1)) for topic in sub.source_topics)
     batch = None

@@ -109,6 +109,10 @@ def test_status_of_a_stopped_application_shows_its_last_batch_and_the_lag_append
     as_json = json.loads(cli("status", "--root", root, "--json", "--grace-ms", str(GRACE_MS)).stdout)
     assert as_json["state"] == "stopped"
     assert as_json["subtopologies"][0]["inputs"][0]["lag_records"] == 300
+    generic = subprocess.run(
+        [sys.executable, "-m", "jobs.status", "--root", root, "--application-id", APPLICATION_ID], capture_output=True, text=True, check=True, cwd=WORKTREE
+    ).stdout
+    assert generic.startswith(f"application pageview under {root}: STOPPED") and "lag 1 versions, 300 records" in generic
     assert listing(root) == before
 
 
