@@ -167,11 +167,12 @@ def reset(topology: Topology, config: StreamsConfig, target: ResetTarget, *, for
             "decisions": decisions,
             "delete": deleted,
             "tasks": {str(sub.id): _task_count(topology, config, sub) for sub in topology.subtopologies},
+            "previous": {t: _least(ends) for t, ends in previous.items() if t not in topology.internal_topics},
         }
         reset_marker.write_plan(root, app, plan)
     crash_point("reset_after_plan")
     report = ResetReport(app, plan["target"], resumed=resumed)
-    report.previous = {t: _least(ends) for t, ends in previous.items() if t not in topology.internal_topics}
+    report.previous = {t: _restore(p) for t, p in plan.get("previous", {}).items()}
     # Step 4
     for count, decision in enumerate(plan["decisions"]):
         txlog = txlogs[decision["subtopology"]]
