@@ -28,7 +28,7 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from jobs.example_cli import add_run_command, print_pairs, read_pairs, run_example
+from jobs.example_cli import add_operations_commands, add_run_command, print_pairs, read_pairs, run_example, run_operations
 from jobs.example_cli import rounds_done as example_rounds_done
 from streams import JoinWindows, StreamsBuilder, Topology
 from streams.errors import DeltaStreamsError
@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     closing = commands.add_parser("close", help="append far-future clicks that close every window")
     closing.add_argument("--root", required=True)
     add_run_command(commands)
+    add_operations_commands(commands, APPLICATION_ID)
     results = commands.add_parser("results", help="print the attributed impressions, one per line, sorted")
     results.add_argument("--root", required=True)
     results.add_argument("--reference", action="store_true", help="the pandas computation instead of the job's output")
@@ -157,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
         elif args.command == "close":
             close(args.root)
+        elif args.command in ("status", "reset"):
+            return run_operations(args, build_topology)
         elif args.command == "run":
             return run_example(args, APPLICATION_ID, build_topology)
         else:

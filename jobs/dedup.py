@@ -29,7 +29,7 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from jobs.example_cli import add_run_command, print_pairs, read_pairs, run_example
+from jobs.example_cli import add_operations_commands, add_run_command, print_pairs, read_pairs, run_example, run_operations
 from jobs.example_cli import rounds_done as example_rounds_done
 from streams import StreamsBuilder, Topology
 from streams.errors import DeltaStreamsError
@@ -186,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--per-round", type=int, default=1000)
     gen.add_argument("--seed", type=int, default=0)
     add_run_command(commands).add_argument("--vectorised", action="store_true", help="run the batch processor variant (BatchDedup)")
+    add_operations_commands(commands, APPLICATION_ID)
     results = commands.add_parser("results", help="print the unique events, sorted")
     results.add_argument("--root", required=True)
     results.add_argument("--reference", action="store_true", help="the independent computation instead of the job's output")
@@ -196,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "generate":
             generate(args.root, rounds=args.rounds, per_round=args.per_round, seed=args.seed)
             print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
+        elif args.command in ("status", "reset"):
+            return run_operations(args, build_topology)
         elif args.command == "run":
             return run_example(args, APPLICATION_ID, lambda: build_topology(args.vectorised))
         else:

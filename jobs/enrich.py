@@ -28,7 +28,7 @@ import sys
 import numpy as np
 import pyarrow as pa
 
-from jobs.example_cli import add_run_command, run_example
+from jobs.example_cli import add_operations_commands, add_run_command, run_example, run_operations
 from jobs.pageview_data import START_MS, VALUE_TYPE, generate_events
 from streams import StreamsBuilder, TimeWindows, Topology
 from streams.errors import DeltaStreamsError
@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--events-per-round", type=int, default=20_000)
     gen.add_argument("--seed", type=int, default=0)
     add_run_command(commands)
+    add_operations_commands(commands, APPLICATION_ID)
     results = commands.add_parser("results", help="print the counts per region and window as CSV")
     results.add_argument("--root", required=True)
     results.add_argument("--reference", action="store_true", help="the pandas computation instead of the job's output")
@@ -169,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "generate":
             generate(args.root, rounds=args.rounds, events_per_round=args.events_per_round, seed=args.seed)
             print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
+        elif args.command in ("status", "reset"):
+            return run_operations(args, build_topology)
         elif args.command == "run":
             return run_example(args, APPLICATION_ID, build_topology)
         else:

@@ -1,5 +1,6 @@
 """What the enrich, clicks and dedup examples share: the ``run`` subcommand (the same options,
-the same settings, run in the terminal until caught up or stopped), and for the examples whose
+the same settings, run in the terminal until caught up or stopped), ``status`` and ``reset``
+(:mod:`jobs.operations_cli`), and for the examples whose
 output is a set of records, reading and printing that set and counting the rounds generated."""
 
 from __future__ import annotations
@@ -23,6 +24,20 @@ def add_run_command(commands) -> argparse.ArgumentParser:
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any setting of conf/defaults.toml")
     run.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics while the job runs (docs/metrics.md; metrics_port)")
     return run
+
+
+def add_operations_commands(commands, application_id: str) -> None:
+    """``status`` and ``reset`` for the example ``application_id``."""
+    from jobs.operations_cli import add_reset_command, add_status_command
+
+    add_status_command(commands, application_id)
+    add_reset_command(commands, application_id)
+
+
+def run_operations(args: argparse.Namespace, build_topology: Callable[[], Topology]) -> int:
+    from jobs.operations_cli import run_operations_command
+
+    return run_operations_command(args, build_topology)
 
 
 def run_example(args: argparse.Namespace, application_id: str, build_topology: Callable[[], Topology]) -> int:

@@ -9,6 +9,8 @@ group_by_key -> windowed_by(5 s tumbling, grace) -> count -> to_stream -> ``page
     python -m jobs.pageview run --root /tmp/pv --until-caught-up
     python -m jobs.pageview results --root /tmp/pv
     python -m jobs.pageview describe
+    python -m jobs.pageview status --root /tmp/pv [--json]              # read-only, also while it runs
+    python -m jobs.pageview reset --root /tmp/pv --to-earliest          # stopped: reprocess (docs/operations.md)
 
 On a cluster: spark-submit --master spark://host:7077 jobs/pageview.py run --root s3://bucket/pv
 (with the project installed on the executors, or its packages shipped with --py-files).
@@ -324,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     results.add_argument("--raw", action="store_true", help="every committed output record, with partition and offset")
     _storage_args(results)
 
+    _add_operations_commands(commands)
+
     args = parser.parse_args(argv)
     if args.command == "generate" and args.kafka and args.rate is not None:
         parser.error("generate --kafka takes --events N (--rate streams into a Delta topic only)")
@@ -341,7 +345,28 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def _add_operations_commands(commands) -> None:
+    """``status`` and ``reset`` (:mod:`jobs.operations_cli`), for this job's topology."""
+    from jobs.operations_cli import add_reset_command, add_status_command
+
+    for parser in (add_status_command(commands, APPLICATION_ID), add_reset_command(commands, APPLICATION_ID)):
+        parser.add_argument("--kafka", metavar="HOST:PORT", help="the application reads pageview-events from this Kafka cluster")
+        _topology_args(parser)
+
+
+def _operations_command(args: argparse.Namespace) -> int:
+    from jobs.operations_cli import run_reset, run_status
+
+    def topology() -> Topology:
+        return build_topology(window_ms=args.window_ms, grace_ms=args.grace_ms, min_duration_s=args.min_duration_s, emit=args.emit, hops=args.hops)
+
+    kafka = {"kafka.bootstrap_servers": args.kafka, "kafka.source_topics": [INPUT_TOPIC], "kafka.value_format": "json"} if args.kafka else None
+    return (run_status if args.command == "status" else run_reset)(args, topology, kafka)
+
+
 def _command(args: argparse.Namespace) -> int:
+    if args.command in ("status", "reset"):
+        return _operations_command(args)
     if args.command in ("generate", "results") and args.root:
         _use_storage_settings(args)
     if args.command == "describe":

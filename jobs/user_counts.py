@@ -4,6 +4,7 @@ reads back, how a standby copy helps (:mod:`jobs.cluster_locality`).
 
     python -m jobs.user_counts run --root R --partitions 6 --until-caught-up --metrics-file m.jsonl
     python -m jobs.user_counts check --root R     # the counts against the input, independently
+    python -m jobs.user_counts status --root R    # or reset --root R --to-earliest (docs/operations.md)
 
 The topology: ``pageview-events`` (keyed by user) -> repartition (``--partitions`` tasks) ->
 ``group_by_key().count()`` -> ``user-view-counts``. Input comes from ``python -m jobs.pageview
@@ -21,6 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from conf import StreamsConfig
+from jobs.operations_cli import add_reset_command, add_status_command, run_operations_command
 from jobs.pageview import INPUT_TOPIC, VALUE_TYPE
 from streams import StreamsBuilder
 from topology.graph import Topology
@@ -96,7 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     check = commands.add_parser("check", help="compare the counts with the input; exit 1 on any difference")
     check.add_argument("--root", required=True)
     check.add_argument("--set", action="append", metavar="KEY=VALUE", help="storage_options.<KEY>=<value> for an object-store root")
+    add_status_command(commands, APPLICATION_ID)
+    add_reset_command(commands, APPLICATION_ID)
     args = parser.parse_args(argv)
+    if args.command in ("status", "reset"):
+        return run_operations_command(args, build_topology)
     if args.command == "run":
         from streams.app import StreamsApp
         from streams.console import run_from_terminal

@@ -38,7 +38,9 @@ from streams._internal.runtime.metrics import InputView, MetricsEndpoint
 from streams._internal.runtime.plan import BatchSettings, ShippedTopology
 from streams._internal.runtime.planner import Planner
 from streams._internal.runtime.progress import Progress
+from streams._internal.runtime.heartbeat import Heartbeat
 from streams._internal.runtime.rescale_marker import require_no_rescale
+from streams._internal.runtime.reset_marker import require_no_reset
 from streams._internal.runtime.registry import TopicRegistry
 from streams._internal.runtime.retention import Retention
 from streams._internal.runtime.timing import Phases
@@ -90,6 +92,8 @@ class StreamsApp:
         self.checkpoint: str | None = None
         self.retention: Retention | None = None
         self.kafka_mirror: KafkaMirror | None = None
+        self.heartbeat: Heartbeat | None = None
+        """Tells ``status`` and ``reset`` this instance is alive (:mod:`streams._internal.runtime.heartbeat`)."""
         self._listener = None
         self._checkpoint_restarts = 0
         self.log_file: str | None = None
@@ -128,6 +132,7 @@ class StreamsApp:
             self._start()
         except BaseException:
             self._lifecycle.to(AppState.PENDING_ERROR)
+            self._stop_heartbeat()  # a failed start holds nothing alive
             self._stop_metrics()
             self._lifecycle.to(AppState.ERROR)
             raise
@@ -159,6 +164,7 @@ class StreamsApp:
         with phases.time("check"):
             require_reachable(self.config.root)
             require_no_rescale(self.config.root, self.config.application_id)
+            require_no_reset(self.config.root, self.config.application_id)
             if self.config.exactly_once and is_object_store(self.config.root):
                 # Local filesystems get exclusive commits from delta-rs' rename-without-replace;
                 # an object store only if it honours If-None-Match.
@@ -184,9 +190,11 @@ class StreamsApp:
         )
         self._warm_up_hosts(settings, shipped)
         self.committer = Committer(self.registry)
+        self._start_heartbeat()  # before registering: a holder is never without one
         with phases.time("recover"):
             self.committer.recover(self.topology.subtopologies)  # first: rolling forward publishes
             keep_records(self.committer, topology_records)
+        self.heartbeat.beat()  # now with the epochs it holds
         with phases.time("register"):
             self.registry.register()
         self.kafka_mirror = KafkaMirror(self.config, self.topology, self.registry) if self.config.kafka.sink_topics else None
@@ -380,7 +388,20 @@ class StreamsApp:
             self.kafka_mirror.close()
         if self.kafka is not None:
             self.kafka.close()
+        self._stop_heartbeat()
         self.progress.finish()
+
+    def _start_heartbeat(self) -> None:
+        committer = self.committer
+        self.heartbeat = Heartbeat(
+            self.config.root, self.config.application_id, committer.instance, lambda: {sub: txlog.epoch for sub, txlog in list(committer.logs.items())}
+        )
+        self.heartbeat.start()
+
+    def _stop_heartbeat(self) -> None:
+        """Marks this instance stopped (``status`` then says so, and ``reset`` may go ahead)."""
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
 
     def close_spark(self) -> None:
         """Stop the Spark session if this application started it (the command line does, at

@@ -70,6 +70,7 @@ from streams._internal.runtime.committer import Committer
 from streams._internal.runtime.crashpoints import crash_point
 from streams._internal.runtime.registry import TopicRegistry
 from streams._internal.runtime.rescale_marker import plan_path, read_plan, rescale_dir, write_plan
+from streams._internal.runtime.reset_marker import require_no_reset
 from topology.graph import Topology
 from topology.nodes import (
     AggregateNode,
@@ -124,6 +125,7 @@ def rescale(topology: Topology, config: StreamsConfig, partitions: int, *, min_i
     if not Path(root).is_dir():
         raise RescaleError(f"root {root} does not exist")
     logs = _transaction_logs(root, app, topology)
+    require_no_reset(root, app)  # its topics may be half deleted
     report = RescaleReport(partitions)
     plan = read_plan(root, app)
     if plan is not None and plan["phase"] == "switch":

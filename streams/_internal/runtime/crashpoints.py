@@ -32,6 +32,8 @@ RESCALE_POINTS = (
 )
 """Inside ``python -m jobs.rescale`` (:mod:`streams.rescale`), in the order it reaches them; not
 in :data:`POINTS`, which an application run reaches."""
+RESET_POINTS = ("reset_after_fence", "reset_after_plan", "reset_during_decide", "reset_after_decide", "reset_during_delete", "reset_before_unplan")
+"""Inside ``python -m jobs.reset`` (:mod:`streams.reset`), in the order it reaches them."""
 _reached: Counter[str] = Counter()
 
 
@@ -39,8 +41,8 @@ def _armed() -> dict[str, int]:
     armed = {}
     for item in filter(None, os.environ.get("DELTASTREAMS_CRASH_AT", "").split(",")):
         point, _, nth = item.partition("@")
-        if point not in POINTS + KAFKA_SINK_POINTS + RESCALE_POINTS:
-            raise ValueError(f"unknown crash point {point!r}; known points: {', '.join(POINTS + KAFKA_SINK_POINTS + RESCALE_POINTS)}")
+        if point not in POINTS + KAFKA_SINK_POINTS + RESCALE_POINTS + RESET_POINTS:
+            raise ValueError(f"unknown crash point {point!r}; known points: {', '.join(POINTS + KAFKA_SINK_POINTS + RESCALE_POINTS + RESET_POINTS)}")
         armed[point] = int(nth or 1)
     return armed
 

@@ -1,0 +1,172 @@
+"""The ``status`` and ``reset`` subcommands every job shares (:mod:`streams.status`,
+:mod:`streams.reset`): their options, the settings they read (root, storage options, state
+directory), and their output: text or JSON for status, a summary for reset."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+
+from conf import StreamsConfig
+from streams import Topology
+
+
+def add_status_command(commands, application_id: str | None) -> argparse.ArgumentParser:
+    status = commands.add_parser("status", help="where the application stands: batches, lag, holder, stores, retention (read-only)")
+    _common(status, application_id)
+    status.add_argument("--json", action="store_true", help="the same as JSON")
+    return status
+
+
+def add_reset_command(commands, application_id: str | None) -> argparse.ArgumentParser:
+    reset = commands.add_parser(
+        "reset", help="move the input positions and delete internal topics, changelogs and local state (outputs are kept)"
+    )
+    _common(reset, application_id)
+    to = reset.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to-earliest", action="store_true", help="reprocess every input topic from its start")
+    to.add_argument("--to-latest", action="store_true", help="skip everything in the input topics now")
+    to.add_argument("--to-timestamp", metavar="MS_OR_ISO", help="reprocess the versions committed at or after this time")
+    to.add_argument("--to-version", metavar="TOPIC=V", action="append", help="reprocess the versions after V (every input topic, once each)")
+    reset.add_argument("--force", action="store_true", help="reset although a holder's heartbeat is fresh: only for an instance known dead")
+    return reset
+
+
+def _common(parser: argparse.ArgumentParser, application_id: str | None) -> None:
+    parser.add_argument("--root", required=True)
+    if application_id is None:
+        parser.add_argument("--application-id", required=True)
+    else:
+        parser.add_argument("--application-id", default=application_id)
+    parser.add_argument("--config", default=None, help="a TOML file of settings (storage_options, state_dir, kafka)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="a setting of conf/defaults.toml, e.g. storage_options.AWS_ENDPOINT_URL=...")
+
+
+def config_of(args: argparse.Namespace, extra: dict | None = None) -> StreamsConfig:
+    from sinks import require_reachable, use_storage_options
+
+    settings = {"application_id": args.application_id, "root": args.root, **(extra or {})}
+    for item in args.set or ():
+        key, _, value = item.partition("=")
+        settings[key] = value
+    config = StreamsConfig.load(settings, file=args.config)
+    use_storage_options(config.storage_options)
+    require_reachable(config.root)
+    return config
+
+
+def run_status(args: argparse.Namespace, topology: Callable[[], Topology], extra: dict | None = None) -> int:
+    from streams.status import application_status, format_status
+
+    status = application_status(topology(), config_of(args, extra))
+    print(json.dumps(status.to_dict(), indent=2) if args.json else format_status(status))
+    return 0
+
+
+def run_reset(args: argparse.Namespace, topology: Callable[[], Topology], extra: dict | None = None) -> int:
+    from streams.reset import ResetError, ResetTarget, parse_timestamp, reset
+
+    versions = None
+    if args.to_version:
+        versions = {}
+        for item in args.to_version:
+            topic, _, version = item.rpartition("=")
+            if not topic or not version.lstrip("-").isdigit():
+                raise ResetError(f"--to-version takes TOPIC=VERSION (a whole number), got {item!r}")
+            versions[topic] = int(version)
+    target = ResetTarget(
+        earliest=args.to_earliest,
+        latest=args.to_latest,
+        timestamp_ms=parse_timestamp(args.to_timestamp) if args.to_timestamp else None,
+        versions=versions,
+    )
+    report = reset(topology(), config_of(args, extra), target, force=args.force)
+    if report.resumed:
+        print(f"finished an interrupted reset of {report.application_id} to {report.target} (run again for another target)")
+    else:
+        print(f"reset {report.application_id} to {report.target}")
+    for topic, position in sorted(report.positions.items()):
+        before = report.previous.get(topic)
+        was = f" (was {_position(before)})" if before is not None else ""
+        print(f"  input {topic}: position {_position(position)}{was}")
+    for sub, seq in sorted(report.decided.items()):
+        print(f"  sub-topology {sub}: new positions recorded as batch {seq}")
+    print("  deleted internal topics and changelogs: " + (", ".join(report.deleted_topics) or "none"))
+    print(f"  deleted local state: {report.deleted_state or 'none on this machine'}")
+    print(
+        "  kept output topics: " + (", ".join(report.kept_outputs) or "none")
+        + " (as Kafka's reset tool does: reprocessed results are appended after the old ones; delete them first if you want only the new)"
+    )  # fmt: skip
+    print(f"  done in {report.seconds:.2f} s; the next run starts from these positions with empty state")
+    return 0
+
+
+def run_operations_command(args: argparse.Namespace, topology: Callable[[], Topology], extra: dict | None = None) -> int:
+    """``status`` or ``reset``, as ``args.command`` says; an error is printed, never a traceback."""
+    from conf.errors import DeltaStreamsError
+
+    try:
+        return (run_status if args.command == "status" else run_reset)(args, topology, extra)
+    except DeltaStreamsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+def _position(value) -> str:
+    if isinstance(value, dict):
+        return "offsets " + ", ".join(f"{p}:{o}" for p, o in sorted(value.items()))
+    return "before the first version (everything is read again)" if value < 0 else f"version {value}"
+
+
+def main_for(prog: str, doc: str | None, argv: list[str] | None, command: str) -> int:
+    """``python -m jobs.status`` / ``jobs.reset``: any application, its topology named by
+    ``--topology module:function`` (or known from its application id)."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    (add_status_command if command == "status" else add_reset_command)(_OneCommand(parser), None)
+    parser.add_argument("--topology", help="module:function returning the application's topology (default: the example of that application id)")
+    args = parser.parse_args(argv)
+    args.command = command
+    spec = args.topology or KNOWN_TOPOLOGIES.get(args.application_id)
+    if spec is None:
+        parser.error(f"--topology module:function is needed for application {args.application_id!r} (known: {', '.join(sorted(KNOWN_TOPOLOGIES))})")
+    try:
+        topology = _load_topology(spec)
+    except (ImportError, AttributeError) as e:
+        parser.error(f"--topology {spec}: {e}")
+    try:
+        return run_operations_command(args, lambda: topology)
+    except BrokenPipeError:  # the reader (e.g. `| head`) went away: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+class _OneCommand:
+    """Stands for argparse's subparsers where the tool is the command: its options go on the tool's parser."""
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self.parser = parser
+
+    def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
+        return self.parser
+
+
+KNOWN_TOPOLOGIES = {
+    "pageview": "jobs.pageview:build_topology",
+    "user-counts": "jobs.user_counts:build_topology",
+    "enrich": "jobs.enrich:build_topology",
+    "clicks": "jobs.clicks:build_topology",
+    "dedup": "jobs.dedup:build_topology",
+}
+"""The examples' topologies, by application id."""
+
+
+def _load_topology(spec: str) -> Topology:
+    import importlib
+
+    module, _, function = spec.partition(":")
+    if not function:
+        raise SystemExit(f"error: --topology is module:function, got {spec!r}")
+    return getattr(importlib.import_module(module), function)()
