@@ -103,7 +103,7 @@ class StreamsApp:
         """A topic of this application (input, output, or internal) as a DataFrame of its Spark
         session, started if need be: :func:`streams.spark.topic_frame`."""
         if self.spark is None:
-            self.spark = spark_session(self.config)
+            self.spark = spark_session(self.config, log_file=self.log_file)
         return topic_frame(self.spark, self.config.root, self.registry.physical(name), streaming=streaming, options=options)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -122,7 +122,7 @@ class StreamsApp:
             compiled = {sub.id: compile_subtopology(self.topology, sub, kafka_topics=in_kafka) for sub in self.topology.subtopologies}
         if self.spark is None:
             with phases.time("session"):
-                self.spark = spark_session(self.config)
+                self.spark = spark_session(self.config, log_file=self.log_file)
         shipped = ShippedTopology.of(for_executors(self.topology))
         settings = BatchSettings(
             application_id=self.config.application_id,

@@ -51,6 +51,7 @@ def setup_logging(log_file: Path) -> None:
     root.addHandler(to_file)
     root.addHandler(console)
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    logging.captureWarnings(True)  # Python warnings (PySpark's among them) to the file, not the terminal
 
 
 def run_from_terminal(app: StreamsApp, *, until_caught_up: bool = False, timeout_s: float | None = None, log_file: Path | None = None) -> int:
