@@ -24,7 +24,7 @@ from pathlib import Path
 
 from conf import StreamsConfig
 from conf.errors import ConfigError, DeltaStreamsError, TopicNotFoundError, TopologyError
-from sinks import Topic, check_expected_types, is_object_store, require_exclusive_commits, require_reachable, use_storage_options
+from sinks import Topic, check_expected_types, is_object_store, require_exclusive_commits, require_reachable, root_has_topics, use_storage_options
 from streams._internal.runtime import task_host
 from streams._internal.runtime.checkpoints import fresh_checkpoint
 from streams._internal.runtime.committer import Committer
@@ -222,10 +222,12 @@ class StreamsApp:
                     continue
                 physical = self.registry.physical(topic)
                 if not Topic.exists(self.config.root, physical):
-                    raise TopicNotFoundError(
-                        f"source topic '{topic}' does not exist under {self.config.root}/topics; create it (or generate data) first",
-                        topic=topic,
-                    )
+                    if root_has_topics(self.config.root):
+                        why = f" under {self.config.root}/topics; create it (or generate data) first"
+                    else:  # a mistyped root, most likely
+                        why = (f": there is no deltastreams root at {self.config.root} (nothing was ever generated or run there); "
+                               "check the root, or create the topic (or generate data) first")
+                    raise TopicNotFoundError(f"source topic '{topic}' does not exist{why}", topic=topic)
                 check_expected_types(topic, Topic.open(self.config.root, physical).layout, node.key_type, node.value_type)
         self._check_copartitioning()
 

@@ -39,6 +39,13 @@ def test_run_on_a_missing_topic_fails_with_a_clear_message_and_no_traceback(tmp_
     assert "Traceback" not in out.stderr
 
 
+def test_run_on_a_root_that_does_not_exist_names_the_missing_input_topic_and_the_root(tmp_path):
+    root = tmp_path / "pvv"
+    out = cli("run", "--root", str(root), "--until-caught-up", check=False)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert f"error: source topic 'pageview-events' does not exist: there is no deltastreams root at {root} (nothing was ever generated or run there)" in out.stderr
+
+
 @pytest.mark.spark
 def test_a_failing_run_says_what_failed_in_a_few_lines_and_logs_sparks_stack_traces(tmp_path):
     """An unreadable input file used to put ~550 lines of Spark's log4j output and Python worker
