@@ -90,8 +90,8 @@ class StreamsApp:
         self._listener = None
         self._checkpoint_restarts = 0
         self.log_file: str | None = None
-        """Set by whoever configured logging to a file (``streams.console``); Spark's own log goes
-        there too when this process starts Spark."""
+        """Set by whoever configured logging to a file (``streams.console``) before :meth:`start`;
+        Spark's own output goes there too (its log, its Python workers' stderr)."""
 
     @property
     def history(self) -> list[BatchMetrics]:

@@ -6,7 +6,8 @@ failure said in three lines.
 
 SIGTERM and Ctrl-C stop the application between micro-batches (exit code 0), not in the middle
 of one. The console gets one line per micro-batch and a final summary. Everything else (DEBUG lines,
-per-phase timings, Spark's and Python's stack traces) goes to the log file, whose path is printed
+per-phase timings, Spark's and Python's stack traces, Spark's own log4j log and what its Python
+workers print: :mod:`streams._internal.spark.spark_log`) goes to the log file, whose path is printed
 at start and again when something fails:
 
     error: a disk is full (No space left on device) while writing /data/topics/...
