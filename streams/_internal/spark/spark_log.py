@@ -37,6 +37,8 @@ moves the log to its own file."""
 _LAYOUT = "%d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex"
 """Spark's default console layout, so the lines read the same in either case."""
 _CONSOLE = "org.apache.logging.log4j.core.appender.ConsoleAppender"
+_system_err_path: str | None = None
+"""The file the running JVM's ``System.err`` was pointed at last."""
 
 
 @contextlib.contextmanager
@@ -61,9 +63,12 @@ def running_jvm_writing_to(jvm, log_file: str | Path) -> None:
     """Move an already running driver JVM's output to ``log_file``: log4j's console appenders
     (and a previous run's log file) are replaced by the file, ``System.err`` too. A JVM whose
     logging is not log4j 2 keeps its log where it is (logged, not fatal)."""
+    global _system_err_path
     path = str(Path(log_file).absolute())
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    jvm.java.lang.System.setErr(jvm.java.io.PrintStream(jvm.java.io.FileOutputStream(path, True), True))
+    if _system_err_path != path:  # once per file: each PrintStream holds a file open for good
+        jvm.java.lang.System.setErr(jvm.java.io.PrintStream(jvm.java.io.FileOutputStream(path, True), True))
+        _system_err_path = path
     try:
         # spark-submit un-initialises Spark's logging before it runs us, and the first Spark class
         # that logs would then load Spark's default log4j profile again, console appender and
