@@ -158,11 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from streams.runtime import spark_session
 
-    spark = spark_session(StreamsConfig.load({"application_id": "bench-latency"}))
     root = args.root or tempfile.mkdtemp(prefix="deltastreams-cadence-")
+    # Spark's own output (its warnings at each query's stop, Python workers' stderr) stays out of the report.
+    spark = spark_session(StreamsConfig.load({"application_id": "bench-latency"}), log_file=f"{root}/spark.log")
     stats = steady_latency(spark, root, guarantee=args.guarantee, interval_ms=args.interval_ms, rate=args.rate, duration_s=args.seconds)
     c = stats["cadence"]
-    print(f"{args.rate:,} events/s for {args.seconds:.0f} s at {args.interval_ms} ms ({args.guarantee}), root {root}")
+    print(f"{args.rate:,} events/s for {args.seconds:.0f} s at {args.interval_ms} ms ({args.guarantee}), root {root} (Spark's log: {root}/spark.log)")
     if stats["p50"] is not None:
         print(f"  end-to-end latency p50 {stats['p50']:.0f} ms, p95 {stats['p95']:.0f} ms, p99 {stats['p99']:.0f} ms over {stats['records']:,} output records")
     if c.get("drift") is not None:

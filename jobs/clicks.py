@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from jobs.example_cli import add_operations_commands, add_run_command, print_pairs, read_pairs, run_example, run_operations
 from jobs.example_cli import rounds_done as example_rounds_done
+from jobs.roots import require_root
 from streams import JoinWindows, StreamsBuilder, Topology
 from streams.errors import DeltaStreamsError
 
@@ -157,12 +158,14 @@ def main(argv: list[str] | None = None) -> int:
             generate(args.root, rounds=args.rounds, per_round=args.per_round, seed=args.seed)
             print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
         elif args.command == "close":
+            require_root(args.root)
             close(args.root)
         elif args.command in ("status", "reset"):
             return run_operations(args, build_topology)
         elif args.command == "run":
             return run_example(args, APPLICATION_ID, build_topology)
         else:
+            require_root(args.root)
             print_pairs(reference_pairs(args.root) if args.reference else read_results(args.root))
     except DeltaStreamsError as e:
         print(f"error: {e}", file=sys.stderr)

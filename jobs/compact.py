@@ -16,6 +16,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from conf import RetentionConfig
+from conf.errors import DeltaStreamsError
+from jobs.roots import require_root
 from sinks import Topic
 from sinks.retention import compact_changelog
 
@@ -31,6 +33,11 @@ def main(argv: list[str] | None = None) -> int:
         help="drop tombstones this far behind their partition's stream time (default: retention.tombstone_retention_ms)",
     )
     args = parser.parse_args(argv)
+    try:
+        require_root(args.root)
+    except DeltaStreamsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     topics = sorted(p.name for p in (Path(args.root) / "topics").glob(f"{args.application_id}-*-changelog"))
     if not topics:
         print(f"no changelog topics of '{args.application_id}' under {args.root}/topics", file=sys.stderr)

@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from jobs.example_cli import add_operations_commands, add_run_command, print_pairs, read_pairs, run_example, run_operations
 from jobs.example_cli import rounds_done as example_rounds_done
+from jobs.roots import require_root
 from streams import StreamsBuilder, Topology
 from streams.errors import DeltaStreamsError
 from streams.processor import BatchProcessor, Processor, PunctuationType, Stores
@@ -202,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "run":
             return run_example(args, APPLICATION_ID, lambda: build_topology(args.vectorised))
         else:
+            require_root(args.root)
             print_pairs(reference_events(args.root) if args.reference else read_results(args.root))
     except DeltaStreamsError as e:
         print(f"error: {e}", file=sys.stderr)

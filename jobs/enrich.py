@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from jobs.example_cli import add_operations_commands, add_run_command, run_example, run_operations
+from jobs.roots import require_root
 from jobs.pageview_data import START_MS, VALUE_TYPE, generate_events
 from streams import StreamsBuilder, TimeWindows, Topology
 from streams.errors import DeltaStreamsError
@@ -175,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "run":
             return run_example(args, APPLICATION_ID, build_topology)
         else:
+            require_root(args.root)
             table = reference_counts(args.root) if args.reference else read_results(args.root)
             writer = csv.writer(sys.stdout, lineterminator="\n")
             writer.writerow(table.column_names)

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from conf import StreamsConfig
 from streams.console import calling_on_stop_signals
 from jobs.pageview_data import VALUE_TYPE, generate_events
+from jobs.roots import require_root
 from jobs.steady import SteadyGenerator, SteadyProgress, StatusFile
 from streams import StreamsBuilder, Suppressed, TimeWindows, Topology
 from streams.errors import DeltaStreamsError
@@ -272,6 +273,8 @@ def _use_storage_settings(args: argparse.Namespace) -> None:
         settings[key] = value
     use_storage_options(StreamsConfig.load(settings, file=args.config).storage_options)
     require_reachable(args.root)
+    if args.command == "results":
+        require_root(args.root)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,9 @@ import argparse
 import sys
 
 from conf import StreamsConfig
+from conf.errors import DeltaStreamsError
 from jobs.bench_baselines import plain_structured_streaming
+from jobs.roots import require_root
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window-ms", type=int, default=5000)
     parser.add_argument("--grace-ms", type=int, default=10_000)
     args = parser.parse_args(argv)
+    try:
+        require_root(args.root)
+    except DeltaStreamsError as e:
+        print(f"error: {e} (generate the input first: python -m jobs.pageview generate --root ...)", file=sys.stderr)
+        return 1
     from streams.runtime import spark_session
 
     spark = spark_session(StreamsConfig.load({"application_id": "plain-pageview"}))

@@ -105,6 +105,8 @@ class Soak:
         self.metrics_path = root / "soak-metrics.jsonl"
         self.status_path = root / "soak-generator.json"
         self.job_log, self.generator_log = root / "soak-job.log", root / "soak-generator.log"
+        self.job_details = root / "soak-job-details.log"
+        """The job's log file: its DEBUG lines and Spark's own log (the terminal output, in job_log, has neither)."""
         self.batch_log = BatchLog(self.metrics_path)
         self.state_dir = settings.config().local_state_dir
         self.input_subtopologies = {sub.id for sub in build_topology().subtopologies if INPUT_TOPIC in sub.source_topics}
@@ -124,7 +126,7 @@ class Soak:
         s = self.settings
         self.generator = self._launch(["generate", "--root", str(s.root), "--rate", str(s.rate), "--status-file", str(self.status_path)], self.generator_log)
         self._wait_for(lambda: self.status_path.exists(), "the generator's first append", self.generator, self.generator_log, 120)
-        run = ["run", "--root", str(s.root), "--commit-interval-ms", str(s.commit_interval_ms), "--metrics-file", str(self.metrics_path)]
+        run = ["run", "--root", str(s.root), "--commit-interval-ms", str(s.commit_interval_ms), "--metrics-file", str(self.metrics_path), "--log-file", str(self.job_details)]
         for item in s.sets:
             run += ["--set", item]
         self.job = self._launch(run, self.job_log)
@@ -159,13 +161,14 @@ class Soak:
         for info in leftover:  # ours to clean up: a shared machine keeps no stray workers
             _kill(info)
         log_text = self.job_log.read_text(errors="replace") if self.job_log.exists() else ""
+        details = self.job_details.read_text(errors="replace") if self.job_details.exists() else ""
         return {
             "generator": vars(generator) if generator else None,
             "job": vars(job) if job else None,
             "job_processes_before_stop": len(before),
             "leftover_processes": [{"pid": p.pid, "command": p.command[:200]} for p in leftover],
             "job_said_stopped": "stopped on SIGTERM" in log_text,
-            "job_log_errors": sum(1 for line in log_text.splitlines() if " ERROR " in line),
+            "job_log_errors": sum(1 for line in details.splitlines() if " ERROR " in line),
         }
 
     # -- sampling ----------------------------------------------------------------------------

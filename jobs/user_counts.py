@@ -20,10 +20,14 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
+from deltalake.exceptions import TableNotFoundError
 
 from conf import StreamsConfig
+from conf.errors import DeltaStreamsError
 from jobs.operations_cli import add_reset_command, add_status_command, run_operations_command
 from jobs.pageview import INPUT_TOPIC, VALUE_TYPE
+from jobs.roots import require_root
+from sinks import use_storage_options
 from streams import StreamsBuilder
 from topology.graph import Topology
 
@@ -112,7 +116,17 @@ def main(argv: list[str] | None = None) -> int:
             app.progress.write_metrics_to(args.metrics_file)
         return run_from_terminal(app, until_caught_up=args.until_caught_up, timeout_s=args.timeout_s, log_file=args.log_file and Path(args.log_file))
     options = {k.removeprefix("storage_options."): v for k, _, v in (s.partition("=") for s in args.set or ()) if k.startswith("storage_options.")}
-    wrong = mismatches(args.root, options or None)
+    try:
+        use_storage_options(StreamsConfig.load({"application_id": APPLICATION_ID, "root": args.root, **{f"storage_options.{k}": v for k, v in options.items()}}).storage_options)
+        require_root(args.root)
+    except DeltaStreamsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    try:
+        wrong = mismatches(args.root, options or None)
+    except TableNotFoundError as e:  # the job has not written its output yet
+        print(f"error: {str(e).splitlines()[0]}; run the job first", file=sys.stderr)
+        return 1
     for line in wrong[:20]:
         print(line)
     print(f"{len(wrong)} users counted wrong", file=sys.stderr)

@@ -26,7 +26,7 @@ from sinks._internal.storage import (
     use_storage_options,
 )
 from sinks.partitioner import murmur2, partition_for, partitions_for
-from sinks.topics import AppendResult, Topic, TopicLayout, check_expected_types, create_topic, create_topic_with_layout, topic_uri
+from sinks.topics import AppendResult, Topic, TopicLayout, check_expected_types, create_topic, create_topic_with_layout, root_has_topics, topic_uri
 
 __all__ = [
     "AppendResult",
@@ -62,6 +62,7 @@ __all__ = [
     "require_exclusive_commits",
     "require_reachable",
     "rewrite_file",
+    "root_has_topics",
     "snapshot_files",
     "topic_uri",
     "under_root",

@@ -23,11 +23,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
 from sinks._internal import delta_log
-from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, delete_file, read_data_file, under_root, write_partition_file
+from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, delete_file, filesystem_for, read_data_file, under_root, write_partition_file
 from sinks._internal.storage import create_table, open_table, table_exists
 from sinks.partitioner import partitions_for
 from sinks.serde import HEADERS, HEADERS_TYPE
@@ -43,6 +44,16 @@ _RESERVED = (PARTITION, OFFSET, TIMESTAMP, WINDOW_START, WINDOW_END, HEADERS)
 
 def topic_uri(root: str | Path, name: str) -> str:
     return under_root(str(root), "topics", name)
+
+
+def root_has_topics(root: str | Path) -> bool:
+    """Whether anything was ever generated or run under ``root``: its ``topics`` folder holds a
+    topic. False for a path that does not exist, an empty folder, or an object-store prefix
+    without objects (an object store has no folders, only keys under a prefix: one listing of
+    ``<root>/topics/``, with the process's storage options, answers for both kinds)."""
+    filesystem, path = filesystem_for(under_root(str(root), "topics"))
+    entries = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    return any(entry.type == pafs.FileType.Directory for entry in entries)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from conf import StreamsConfig
 from conf.errors import ConfigError, DeltaStreamsError, TopicNotFoundError, TopologyError
-from sinks import Topic, check_expected_types, is_object_store, require_exclusive_commits, require_reachable, use_storage_options
+from sinks import Topic, check_expected_types, is_object_store, require_exclusive_commits, require_reachable, root_has_topics, use_storage_options
 from streams._internal.runtime import task_host
 from streams._internal.runtime.checkpoints import fresh_checkpoint
 from streams._internal.runtime.committer import Committer
@@ -97,8 +97,8 @@ class StreamsApp:
         self._listener = None
         self._checkpoint_restarts = 0
         self.log_file: str | None = None
-        """Set by whoever configured logging to a file (``streams.console``); Spark's own log goes
-        there too when this process starts Spark."""
+        """Set by whoever configured logging to a file (``streams.console``) before :meth:`start`;
+        Spark's own output goes there too (its log, its Python workers' stderr)."""
         self._lifecycle = Lifecycle()
         self._failed = False
         self.metrics: MetricsEndpoint | None = None
@@ -119,7 +119,7 @@ class StreamsApp:
         """A topic of this application (input, output, or internal) as a DataFrame of its Spark
         session, started if need be: :func:`streams.spark.topic_frame`."""
         if self.spark is None:
-            self.spark = spark_session(self.config)
+            self.spark = spark_session(self.config, log_file=self.log_file)
         return topic_frame(self.spark, self.config.root, self.registry.physical(name), streaming=streaming, options=options)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -175,7 +175,7 @@ class StreamsApp:
             compiled = {sub.id: compile_subtopology(self.topology, sub, kafka_topics=in_kafka) for sub in self.topology.subtopologies}
         if self.spark is None:
             with phases.time("session"):
-                self.spark = spark_session(self.config)
+                self.spark = spark_session(self.config, log_file=self.log_file)
         shipped = ShippedTopology.of(for_executors(self.topology))
         settings = BatchSettings(
             application_id=self.config.application_id,
@@ -283,10 +283,12 @@ class StreamsApp:
                     continue
                 physical = self.registry.physical(topic)
                 if not Topic.exists(self.config.root, physical):
-                    raise TopicNotFoundError(
-                        f"source topic '{topic}' does not exist under {self.config.root}/topics; create it (or generate data) first",
-                        topic=topic,
-                    )
+                    if root_has_topics(self.config.root):
+                        why = f" under {self.config.root}/topics; create it (or generate data) first"
+                    else:  # a mistyped root, most likely
+                        why = (f": there is no deltastreams root at {self.config.root} (nothing was ever generated or run there); "
+                               "check the root, or create the topic (or generate data) first")
+                    raise TopicNotFoundError(f"source topic '{topic}' does not exist{why}", topic=topic)
                 check_expected_types(topic, Topic.open(self.config.root, physical).layout, node.key_type, node.value_type)
         self._check_copartitioning()
 

@@ -6,7 +6,8 @@ failure said in three lines.
 
 SIGTERM and Ctrl-C stop the application between micro-batches (exit code 0), not in the middle
 of one. The console gets one line per micro-batch and a final summary. Everything else (DEBUG lines,
-per-phase timings, Spark's and Python's stack traces) goes to the log file, whose path is printed
+per-phase timings, Spark's and Python's stack traces, Spark's own log4j log and what its Python
+workers print: :mod:`streams._internal.spark.spark_log`) goes to the log file, whose path is printed
 at start and again when something fails:
 
     error: a disk is full (No space left on device) while writing /data/topics/...
@@ -51,6 +52,7 @@ def setup_logging(log_file: Path) -> None:
     root.addHandler(to_file)
     root.addHandler(console)
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    logging.captureWarnings(True)  # Python warnings (PySpark's among them) to the file, not the terminal
 
 
 def run_from_terminal(app: StreamsApp, *, until_caught_up: bool = False, timeout_s: float | None = None, log_file: Path | None = None) -> int:

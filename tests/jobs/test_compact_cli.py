@@ -14,5 +14,6 @@ def test_compact_cli_compacts_every_changelog_of_the_application(tmp_path, capsy
 
 
 def test_compact_cli_says_when_there_is_nothing_to_compact(tmp_path, capsys):
+    create_topic(tmp_path, "other-app-counts-changelog", partitions=1, key_type=pa.binary(), value_type=pa.binary())
     assert main(["--root", str(tmp_path), "--application-id", "app"]) == 1
     assert "no changelog topics of 'app'" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,8 @@ def test_generate_run_results_end_to_end(tmp_path):
     cli("generate", "--root", root, "--events", "5000", "--batches", "2")
     run = cli("run", "--root", root, "--until-caught-up", "--commit-interval-ms", "100", "--grace-ms", "5000", "--max-records-per-batch", "2500")
     assert "processed" in run.stderr
+    # Spark's own output (its banner, log4j lines) is in the log file, not on the terminal
+    assert "log4j" not in run.stderr and " WARN " not in run.stderr, run.stderr
     lines = cli("results", "--root", root).stdout.splitlines()
     assert lines[0] == "category,window_start,window_end,count"
     total = sum(int(line.rsplit(",", 1)[1]) for line in lines[1:])
@@ -34,3 +37,36 @@ def test_run_on_a_missing_topic_fails_with_a_clear_message_and_no_traceback(tmp_
     assert out.returncode == 1
     assert "error: source topic 'pageview-events' does not exist" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_run_on_a_root_that_does_not_exist_names_the_missing_input_topic_and_the_root(tmp_path):
+    root = tmp_path / "pvv"
+    out = cli("run", "--root", str(root), "--until-caught-up", check=False)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert f"error: source topic 'pageview-events' does not exist: there is no deltastreams root at {root} (nothing was ever generated or run there)" in out.stderr
+
+
+@pytest.mark.spark
+def test_a_failing_run_says_what_failed_in_a_few_lines_and_logs_sparks_stack_traces(tmp_path):
+    """An unreadable input file used to put ~550 lines of Spark's log4j output and Python worker
+    tracebacks on the terminal before the three lines that matter."""
+    root, log = str(tmp_path / "root"), tmp_path / "run.log"
+    cli("generate", "--root", root, "--events", "2000")
+    damaged = sorted((tmp_path / "root" / "topics" / "pageview-events").rglob("*.parquet"))[0]
+    damaged.write_bytes(b"not parquet: a disk or a copy went wrong" * 50)
+    out = subprocess.run(
+        [sys.executable, "-m", "jobs.pageview", "run", "--root", root, "--until-caught-up", "--log-file", str(log)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
+    )
+    terminal = out.stdout.splitlines()
+    assert out.returncode == 1
+    assert len(terminal) <= 30, out.stdout
+    error, action, details = terminal[-3:]
+    assert error.startswith("error: topic 'pageview-events': committed file ") and str(damaged) in error
+    assert action.startswith("what to do: restore the file from a backup")
+    assert details == f"details: {log}"
+    assert "Traceback" not in out.stdout and "log4j" not in out.stdout
+    logged = Path(log).read_text()
+    assert "ERROR Executor: Exception in task" in logged  # Spark's log4j output, with the Java stack trace
+    assert "\tat org.apache.spark." in logged
+    assert "pyarrow.lib.ArrowInvalid" in logged and "Traceback (most recent call last)" in logged  # the Python worker's

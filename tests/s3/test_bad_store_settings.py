@@ -39,3 +39,11 @@ def test_the_job_says_so_on_the_command_line_without_a_traceback(s3_options, tmp
                              capture_output=True, text=True, timeout=120)  # fmt: skip
         assert out.returncode == 1, (command, out.stderr[-2000:])
         assert "error: cannot use the root s3://deltastreams/app" in out.stderr and "Traceback" not in out.stderr, (command, out.stderr[-2000:])
+
+
+def test_results_on_an_s3_root_with_nothing_under_it_say_there_is_no_root(s3_options, capsys):
+    from jobs import pageview
+
+    settings = [arg for name, value in s3_options.items() for arg in ("--set", f"storage_options.{name}={value}")]
+    assert pageview.main(["results", "--root", "s3://deltastreams/nothing-here-yet", *settings]) == 1
+    assert capsys.readouterr().err.startswith("error: no deltastreams root at s3://deltastreams/nothing-here-yet (nothing was ever generated or run there)")

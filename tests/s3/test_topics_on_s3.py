@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from sinks import Topic, create_topic, filesystem_for, partition_for
+from sinks import Topic, create_topic, filesystem_for, partition_for, root_has_topics
 
 VALUE = pa.struct([("user_id", pa.string()), ("duration_s", pa.int32())])
 
@@ -23,11 +23,13 @@ def records(keys, durations, stamps):
 
 
 def test_a_topic_on_an_s3_root_is_created_appended_and_read_back(s3_server, s3_root):
+    assert not root_has_topics(s3_root)  # an object store has no folders: a prefix without objects is no root
     topic = create_topic(s3_root, "views", partitions=3, key_type=pa.string(), value_type=VALUE, key_column="user_id")
     keys = [f"user-{i}" for i in range(30)]
     first = topic.append(records(keys, range(30), range(30)))
     topic.append(records(keys[:10], range(10), range(100, 110)))
 
+    assert root_has_topics(s3_root)
     reopened = Topic.open(s3_root, "views")
     assert reopened.uri == f"{s3_root}/topics/views" and reopened.version() == 2
     table = reopened.read()

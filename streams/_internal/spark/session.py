@@ -9,6 +9,7 @@ import sys
 
 from conf import DeltaSpark, StreamsConfig
 from streams._internal.spark import delta_spark
+from streams._internal.spark.spark_log import jvm_started_writing_to, running_jvm_writing_to
 
 _DEFAULTS = {
     "spark.ui.enabled": "false",
@@ -84,10 +85,14 @@ def _submit_args_settings(arguments: str) -> dict[str, str]:
     return settings
 
 
-def spark_session(config: StreamsConfig):
+def spark_session(config: StreamsConfig, *, log_file: str | None = None):
     """Get or create the session. What spark-submit (or a running session) set wins; our defaults
     and ``config`` fill only what nobody set, so embedded the master is ``config.master``
-    (``local[2]``). Python workers use this interpreter, so they import the project too."""
+    (``local[2]``). Python workers use this interpreter, so they import the project too.
+
+    With ``log_file``, Spark's own output (its log, its Python workers' stderr) goes there
+    instead of the terminal: :mod:`streams._internal.spark.spark_log`."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     from streams._internal.spark.source import DeltaTopicSource
@@ -102,7 +107,15 @@ def spark_session(config: StreamsConfig):
     # Built from what was submitted (and spark_conf), so it may extend those settings.
     for key, value in delta_spark.session_settings(config.delta_spark, {**dict(config.spark_conf), **submitted}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if log_file is None:
+        spark = builder.getOrCreate()
+    elif SparkContext._jvm is None:  # the JVM starts now, as our child
+        with jvm_started_writing_to(log_file):
+            spark = builder.getOrCreate()
+    else:
+        running_jvm_writing_to(SparkContext._jvm, log_file)
+        spark = builder.getOrCreate()
+        running_jvm_writing_to(SparkContext._jvm, log_file)  # in case creating the context reconfigured log4j
     if config.delta_spark is DeltaSpark.ON:
         delta_spark.require(spark)  # a session that was running already may lack it
     spark.sparkContext.setLogLevel("WARN")
