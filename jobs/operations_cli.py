@@ -46,7 +46,8 @@ def _common(parser: argparse.ArgumentParser, application_id: str | None) -> None
 
 
 def config_of(args: argparse.Namespace, extra: dict | None = None) -> StreamsConfig:
-    from sinks import require_reachable, use_storage_options
+    from jobs.roots import require_root
+    from sinks import use_storage_options
 
     settings = {"application_id": args.application_id, "root": args.root, **(extra or {})}
     for item in args.set or ():
@@ -54,7 +55,7 @@ def config_of(args: argparse.Namespace, extra: dict | None = None) -> StreamsCon
         settings[key] = value
     config = StreamsConfig.load(settings, file=args.config)
     use_storage_options(config.storage_options)
-    require_reachable(config.root)
+    require_root(config.root)  # status and reset of a mistyped root say so (not "never ran")
     return config
 
 
