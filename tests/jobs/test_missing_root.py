@@ -21,6 +21,11 @@ COMMANDS = [
     ("jobs.dedup", ["results"]),
     ("jobs.user_counts", ["check"]),
     ("jobs.compact", ["--application-id", "pageview"]),
+    ("jobs.pageview", ["status"]),
+    ("jobs.pageview", ["reset", "--to-earliest"]),
+    ("jobs.user_counts", ["status"]),
+    ("jobs.status", ["--application-id", "pageview"]),
+    ("jobs.reset", ["--application-id", "pageview", "--to-latest"]),
 ]
 
 
