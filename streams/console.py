@@ -48,7 +48,9 @@ def setup_logging(log_file: Path) -> None:
     console = logging.StreamHandler(sys.stderr)
     console.setFormatter(logging.Formatter(_FORMAT))
     console.setLevel(logging.INFO)
-    console.addFilter(lambda record: record.name.startswith("deltastreams"))
+    # The application's own messages ("deltastreams", "deltastreams.failure"); the modules' loggers
+    # (deltastreams.state.task_stores, ...) write to the file only.
+    console.addFilter(lambda record: record.name in ("deltastreams", "deltastreams.failure"))
     root.addHandler(to_file)
     root.addHandler(console)
     logging.getLogger("py4j").setLevel(logging.WARNING)
