@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from conf.errors import ConfigError
+from deltastreams.conf.errors import ConfigError
 
 
 def enum_value(kind: type[Enum], value: Any, setting: str) -> Any:

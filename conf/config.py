@@ -14,14 +14,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from conf._parse import boolean, enum_value, integer
-from conf.errors import ConfigError
-from conf.kafka import PREFIX as KAFKA_PREFIX
-from conf.kafka import KafkaConfig
-from conf.retention import PREFIX as RETENTION_PREFIX
-from conf.retention import RetentionConfig
-from conf.storage import PREFIX as STORAGE_PREFIX
-from conf.storage import storage_options_from
+from deltastreams.conf._parse import boolean, enum_value, integer
+from deltastreams.conf.errors import ConfigError
+from deltastreams.conf.kafka import PREFIX as KAFKA_PREFIX
+from deltastreams.conf.kafka import KafkaConfig
+from deltastreams.conf.retention import PREFIX as RETENTION_PREFIX
+from deltastreams.conf.retention import RetentionConfig
+from deltastreams.conf.storage import PREFIX as STORAGE_PREFIX
+from deltastreams.conf.storage import storage_options_from
 
 _APPLICATION_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -114,7 +114,7 @@ class StreamsConfig:
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     """How to reach an object-store root: delta-rs option names (``AWS_ENDPOINT_URL``, ...), from
     ``[storage_options]``, ``--set storage_options.<KEY>=...`` and the AWS environment variables
-    (:mod:`conf.storage`). Not in the repr: it holds secrets."""
+    (:mod:`deltastreams.conf.storage`). Not in the repr: it holds secrets."""
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     """Free-form Spark settings, the only escape hatch."""
     metrics_port: int = 0
@@ -203,7 +203,7 @@ class StreamsConfig:
         (``retention.purge_interval_ms``, as ``--set`` gives them) in ``settings``; each layer
         overrides single keys of the table, not the whole table.
         """
-        merged: dict[str, Any] = _flat(tomllib.loads(resources.files("conf").joinpath("defaults.toml").read_text()))
+        merged: dict[str, Any] = _flat(tomllib.loads(resources.files("deltastreams.conf").joinpath("defaults.toml").read_text()))
         if file is not None:
             try:
                 merged.update(_flat(tomllib.loads(Path(file).read_text())))

@@ -59,7 +59,7 @@ class TopicError(DeltaStreamsError):
 
 
 class TopicNotFoundError(TopicError):
-    """The topic's Delta table does not exist. Create it first (``sinks.create_topic``) or check
+    """The topic's Delta table does not exist. Create it first (``deltastreams.sinks.create_topic``) or check
     the root directory and the topic name."""
 
 

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from conf._parse import integer
-from conf.errors import ConfigError
+from deltastreams.conf._parse import integer
+from deltastreams.conf.errors import ConfigError
 
 PREFIX = "kafka."
 CLIENT_PREFIX = "client."

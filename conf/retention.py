@@ -13,8 +13,8 @@ from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import Any
 
-from conf._parse import boolean, integer
-from conf.errors import ConfigError
+from deltastreams.conf._parse import boolean, integer
+from deltastreams.conf.errors import ConfigError
 
 PREFIX = "retention."
 

@@ -5,7 +5,7 @@ Keys are delta-rs' (object_store's) option names, e.g. ``AWS_ENDPOINT_URL``, ``A
 ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_ALLOW_HTTP``. They are case-insensitive
 there and upper-cased here, so a setting and an environment variable of the same option are one
 key. Settings win over the environment, key by key. What they become for delta-rs and for
-pyarrow's S3 filesystem is decided in one place, :mod:`sinks._internal.storage`.
+pyarrow's S3 filesystem is decided in one place, :mod:`deltastreams.sinks._internal.storage`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
-from conf._parse import boolean
-from conf.errors import ConfigError
+from deltastreams.conf._parse import boolean
+from deltastreams.conf.errors import ConfigError
 
 PREFIX = "storage_options."
 ENVIRONMENT = ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ALLOW_HTTP")

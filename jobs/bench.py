@@ -1,7 +1,7 @@
 """Benchmarks of the pageview job, compared in the same run with what a user would otherwise use.
 
-    python -m jobs.bench            # 5M events, commit intervals 100 ms / 1 s / 10 s, scaling to 16M
-    python -m jobs.bench --quick    # 1M events, under 10 minutes on 2 cores
+    python -m deltastreams.jobs.bench            # 5M events, commit intervals 100 ms / 1 s / 10 s, scaling to 16M
+    python -m deltastreams.jobs.bench --quick    # 1M events, under 10 minutes on 2 cores
 
 All runs share one SparkSession and one generated input. Catch-up runs (all input present) bound
 every micro-batch by ``interval x 1M events/s`` records (100k at 100 ms, 1M at 1 s, all at 10 s),
@@ -32,14 +32,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from conf import StreamsConfig
-from jobs.bench_baselines import plain_structured_streaming, pyarrow_groupby
-from jobs.bench_latency import steady_latency
-from jobs.bench_report import write_report
-from jobs.pageview import INPUT_TOPIC, build_topology, generate, read_results
-from jobs.process_tree import job_processes
-from sinks import create_topic, topic_uri
-from streams.app import StreamsApp
+from deltastreams.conf import StreamsConfig
+from deltastreams.jobs.bench_baselines import plain_structured_streaming, pyarrow_groupby
+from deltastreams.jobs.bench_latency import steady_latency
+from deltastreams.jobs.bench_report import write_report
+from deltastreams.jobs.pageview import INPUT_TOPIC, build_topology, generate, read_results
+from deltastreams.jobs.process_tree import job_processes
+from deltastreams.sinks import create_topic, topic_uri
+from deltastreams.streams.app import StreamsApp
 
 WINDOW_MS, GRACE_MS, PARTITIONS = 5000, 10_000, 3
 NOMINAL_RATE = 1_000_000  # events/s: how a commit interval turns into a batch bound
@@ -73,7 +73,7 @@ def batch_records(interval_ms: int, events: int) -> int:
 
 class MemorySampler(threading.Thread):
     """Peak resident memory of this process and all its descendants (JVM, Python workers), see
-    :mod:`jobs.process_tree`."""
+    :mod:`deltastreams.jobs.process_tree`."""
 
     def __init__(self) -> None:
         super().__init__(name="memory-sampler", daemon=True)
@@ -126,7 +126,7 @@ def run_deltastreams(spark, root: str, *, guarantee: str, interval_ms: int, even
 
 def measure_restore(base: Path, keys: int) -> dict:
     """A store of ``keys`` entries rebuilt from its changelog, then reopened from local files."""
-    from state import ChangelogPosition, TaskStores
+    from deltastreams.state import ChangelogPosition, TaskStores
 
     root = str(base / "restore")
     topic = create_topic(root, "bench-store-changelog", partitions=1, key_type=pa.binary(), value_type=pa.binary())
@@ -162,12 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     import deltalake
     import pyspark
 
-    from streams.runtime import spark_session
+    from deltastreams.streams.runtime import spark_session
 
     spark = spark_session(StreamsConfig.load({"application_id": "bench"}))
     results = {
         "started": started_at,
-        "command": "python -m jobs.bench" + (" --quick" if args.quick else ""),
+        "command": "python -m deltastreams.jobs.bench" + (" --quick" if args.quick else ""),
         "events": plan.events,
         "cores": os.cpu_count(),
         "versions": {"python": platform.python_version(), "pyspark": pyspark.__version__, "deltalake": deltalake.__version__, "pyarrow": pa.__version__},

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import write_deltalake
 
-from jobs.pageview import INPUT_TOPIC
-from sinks import open_table, topic_uri
+from deltastreams.jobs.pageview import INPUT_TOPIC
+from deltastreams.sinks import open_table, topic_uri
 
 _SCHEMA = "offset BIGINT, timestamp BIGINT, user_id STRING, page_id STRING, category STRING, duration_s INT, partition INT"
 

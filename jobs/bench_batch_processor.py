@@ -1,11 +1,11 @@
 """Speed of the vectorised Processor API: the dedup example's record-at-a-time processor against
 its batch processor, in one process, no Spark, with RocksDB stores and a commit per batch.
 
-    python -m jobs.bench_batch_processor [--records 500000] [--batch 50000] [--reps 3]
+    python -m deltastreams.jobs.bench_batch_processor [--records 500000] [--batch 50000] [--reps 3]
 
-Both run through the processing core (:class:`streams.core.TaskProcessor`) on the same records
+Both run through the processing core (:class:`deltastreams.streams.core.TaskProcessor`) on the same records
 (event ids, a third of them sent again 0-8 s later, timestamps growing, as
-:func:`jobs.dedup.generate` makes them), committing each batch as production does (the stores
+:func:`deltastreams.jobs.dedup.generate` makes them), committing each batch as production does (the stores
 advance only from the committed changelog). The baseline is the same decision in numpy over the
 whole input at once, without stores, batches or purges: the practical limit. Prints records/s of
 each (best of ``--reps``) and the ratios; checks the two processors emitted the same records.
@@ -21,9 +21,9 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from jobs import dedup
-from state import ChangeLoggingStore, RocksDBKeyValueStore
-from streams.core import TaskProcessor
+from deltastreams.jobs import dedup
+from deltastreams.state import ChangeLoggingStore, RocksDBKeyValueStore
+from deltastreams.streams.core import TaskProcessor
 
 
 def records(n: int, seed: int = 0) -> pa.Table:
@@ -84,7 +84,7 @@ def _without_empty_headers(table: pa.Table) -> pa.Table:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.bench_batch_processor", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.bench_batch_processor", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=500_000)
     parser.add_argument("--batch", type=int, default=50_000)
     parser.add_argument("--reps", type=int, default=3)

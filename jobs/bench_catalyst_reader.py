@@ -4,7 +4,7 @@ in offset order) against delta-spark's reader (the JVM reads the files; a range 
 sort give the processing core the same one-partition-per-topic-partition, offset order). Both run
 the pageview filter as Catalyst and hand the records to a Python function, as the core's task does.
 
-    python -m jobs.bench_catalyst_reader --root /tmp/prefix --events 1000000 --reps 6
+    python -m deltastreams.jobs.bench_catalyst_reader --root /tmp/prefix --events 1000000 --reps 6
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ def _consume(batches):
 def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import functions as F
 
-    from conf import StreamsConfig
-    from jobs import pageview
-    from sinks import Topic
-    from streams.runtime import spark_session
+    from deltastreams.conf import StreamsConfig
+    from deltastreams.jobs import pageview
+    from deltastreams.sinks import Topic
+    from deltastreams.streams.runtime import spark_session
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", required=True, help="a local root (created with the events if missing)")

@@ -1,6 +1,6 @@
 """Speed of the processing core's windowed count, single process, no Spark.
 
-    python -m jobs.bench_core [--records 1000000] [--batch 100000]
+    python -m deltastreams.jobs.bench_core [--records 1000000] [--batch 100000]
 
 Runs the pageview's second sub-topology (windowed count by category) through the core on records
 already in a repartition topic's shape, and compares, in the same run, against two baselines: a
@@ -19,10 +19,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.pageview_data import generate_events
-from state import ChangeLoggingStore, InMemoryKeyValueStore, RocksDBKeyValueStore
-from streams import StreamsBuilder, TimeWindows
-from streams.core import TaskProcessor
+from deltastreams.jobs.pageview_data import generate_events
+from deltastreams.state import ChangeLoggingStore, InMemoryKeyValueStore, RocksDBKeyValueStore
+from deltastreams.streams import StreamsBuilder, TimeWindows
+from deltastreams.streams.core import TaskProcessor
 
 
 def _topology():

@@ -2,9 +2,9 @@
 Kafka topic (``run --kafka``) and once from a Delta topic, each started from the command line and
 timed from launch to exit; runs alternate, in one process so both see the same machine load.
 
-    python -m jobs.bench_kafka --events 200000 [--reps 2]
+    python -m deltastreams.jobs.bench_kafka --events 200000 [--reps 2]
 
-The broker is the Apache Kafka broker the tests use (:mod:`jobs.kafka_broker`: 4.3.1, KRaft, one
+The broker is the Apache Kafka broker the tests use (:mod:`deltastreams.jobs.kafka_broker`: 4.3.1, KRaft, one
 node), on loopback. Producing the events is timed apart (printed first), not in the runs. Prints
 seconds and events/s per run and the ratio Kafka / Delta.
 """
@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from jobs.bench_process import _timed
-from jobs.kafka_broker import KafkaBroker
-from jobs.pageview import generate, generate_to_kafka
+from deltastreams.jobs.bench_process import _timed
+from deltastreams.jobs.kafka_broker import KafkaBroker
+from deltastreams.jobs.pageview import generate, generate_to_kafka
 
 INTERVAL_MS, BATCH = 1000, 1_000_000
 
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
                     generate(str(root), args.events, seed=1)
                 else:
                     common += ["--kafka", broker.bootstrap_servers]
-                seconds = _timed([sys.executable, "-m", "jobs.pageview", "run", *common], base / f"{system}-{rep}.log")
+                seconds = _timed([sys.executable, "-m", "deltastreams.jobs.pageview", "run", *common], base / f"{system}-{rep}.log")
                 runs[system].append(seconds)
                 print(f"  {system}: {seconds:.1f} s ({args.events / seconds:,.0f} events/s)", flush=True)
     best = {system: min(times) for system, times in runs.items()}

@@ -1,8 +1,8 @@
 """End-to-end latency and commit cadence of the pageview job on a steady stream.
 
-    python -m jobs.bench_latency --rate 2000 --interval-ms 100 --seconds 600   # the cadence measure
+    python -m deltastreams.jobs.bench_latency --rate 2000 --interval-ms 100 --seconds 600   # the cadence measure
 
-:class:`jobs.steady.SteadyGenerator` appends ``rate`` events per second, in appends every
+:class:`deltastreams.jobs.steady.SteadyGenerator` appends ``rate`` events per second, in appends every
 100 ms, with event time = the wall-clock time of the append (no late records). The job runs
 meanwhile. An output revision carries the largest event time of its window so far, i.e. the
 append time of the newest input record that produced it, so its latency is the commit time of the
@@ -22,12 +22,12 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from conf import StreamsConfig
-from jobs.pageview import INPUT_TOPIC, OUTPUT_TOPIC, build_topology
-from jobs.pageview_data import VALUE_TYPE
-from jobs.steady import SteadyGenerator
-from sinks import Topic, create_topic, files_added
-from streams.app import StreamsApp
+from deltastreams.conf import StreamsConfig
+from deltastreams.jobs.pageview import INPUT_TOPIC, OUTPUT_TOPIC, build_topology
+from deltastreams.jobs.pageview_data import VALUE_TYPE
+from deltastreams.jobs.steady import SteadyGenerator
+from deltastreams.sinks import Topic, create_topic, files_added
+from deltastreams.streams.app import StreamsApp
 
 
 def _commit_times(output: Topic) -> dict[int, int]:
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--guarantee", choices=("exactly_once", "at_least_once"), default="exactly_once")
     parser.add_argument("--root", help="a new directory (default: a temporary one)")
     args = parser.parse_args(argv)
-    from streams.runtime import spark_session
+    from deltastreams.streams.runtime import spark_session
 
     root = args.root or tempfile.mkdtemp(prefix="deltastreams-cadence-")
     # Spark's own output (its warnings at each query's stop, Python workers' stderr) stays out of the report.

@@ -1,9 +1,9 @@
 """Peak memory of the pageview job run on its own: driver, JVM and Python workers together.
 
-    python -m jobs.pageview generate --root /tmp/pv5m --events 5000000 --batches 5
-    python -m jobs.bench_memory --root /tmp/pv5m --until-caught-up --max-records-per-batch 1000000
+    python -m deltastreams.jobs.pageview generate --root /tmp/pv5m --events 5000000 --batches 5
+    python -m deltastreams.jobs.bench_memory --root /tmp/pv5m --until-caught-up --max-records-per-batch 1000000
 
-Every argument goes to ``python -m jobs.pageview run``. ``jobs.bench`` reports peak memory too,
+Every argument goes to ``python -m deltastreams.jobs.pageview run``. ``deltastreams.jobs.bench`` reports peak memory too,
 but its process also hosts the plain-Spark runs, whose JVM heap does not shrink afterwards; this
 measures the job alone, as it would run in production.
 """
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from jobs.bench import MemorySampler
+from deltastreams.jobs.bench import MemorySampler
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     sampler = MemorySampler()
     sampler.start()
     started = time.monotonic()
-    exit_code = subprocess.call([sys.executable, "-m", "jobs.pageview", "run", *run_args], stdout=subprocess.DEVNULL)
+    exit_code = subprocess.call([sys.executable, "-m", "deltastreams.jobs.pageview", "run", *run_args], stdout=subprocess.DEVNULL)
     sampler.running = False
     sampler.join()
     print(f"peak memory {sampler.peak_mb:,.0f} MB (process tree), {time.monotonic() - started:.1f} s, exit code {exit_code}")

@@ -3,16 +3,16 @@ Delta and Kafka -> Delta), Kafka Streams 4.3.1 (Kafka -> Kafka) and plain Spark 
 Streaming with delta-spark (Kafka -> Delta, Delta -> Delta), exactly once, at each commit
 interval, alternating, best of ``--reps``; then end-to-end latency on a steady stream.
 
-    python -m jobs.bench_peers                                  # 1M and 5M events, 100 ms and 1 s, 2 reps, latency
-    python -m jobs.bench_peers --events 200000 --reps 1 --latency-seconds 10 --out /tmp/peers
-    python -m jobs.bench_peers --peers kafka-streams,deltastreams-kafka --no-latency
-    python -m jobs.bench_peers --report-only                    # rewrite peers.md / peers.png from peers.json
+    python -m deltastreams.jobs.bench_peers                                  # 1M and 5M events, 100 ms and 1 s, 2 reps, latency
+    python -m deltastreams.jobs.bench_peers --events 200000 --reps 1 --latency-seconds 10 --out /tmp/peers
+    python -m deltastreams.jobs.bench_peers --peers kafka-streams,deltastreams-kafka --no-latency
+    python -m deltastreams.jobs.bench_peers --report-only                    # rewrite peers.md / peers.png from peers.json
 
-Each peer is a process of its own started as its user would (see :mod:`jobs.peers.runners`),
+Each peer is a process of its own started as its user would (see :mod:`deltastreams.jobs.peers.runners`),
 timed from launch to exit (whole) and over its steady part (from the first input record's
 processing to the last result committed, from the peer's own records). Every run's final counts
 are checked against an independent computation of what that peer must output
-(:mod:`jobs.peers.checks`); a run that fails its check is reported as such, never as a figure.
+(:mod:`deltastreams.jobs.peers.checks`); a run that fails its check is reported as such, never as a figure.
 
 Resumable: every finished run is saved at once in ``<out>/peers.json``, and a later invocation
 skips the runs (peer, events, commit interval, repetition) and latency runs already there
@@ -55,7 +55,7 @@ def machine() -> dict:
     import pyarrow
     import pyspark
 
-    from jobs.jvm import java
+    from deltastreams.jobs.jvm import java
 
     model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), platform.machine())
     memory_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))
@@ -101,9 +101,9 @@ def _keep_only_records(directory: Path) -> None:
 
 
 def throughput(results: Results, session: str, base: Path, peers: list[str], events: int, intervals: list[int], reps: int) -> None:
-    from jobs.kafka_broker import KafkaBroker
-    from jobs.peers import checks, inputs
-    from jobs.peers.runners import Run, cleanup, label, run_to_completion
+    from deltastreams.jobs.kafka_broker import KafkaBroker
+    from deltastreams.jobs.peers import checks, inputs
+    from deltastreams.jobs.peers.runners import Run, cleanup, label, run_to_completion
 
     configs = [(peer, interval) for peer in peers for interval in intervals]
     pending = [(rep, peer, interval) for rep in range(reps) for peer, interval in configs if not results.has_run(peer, events, interval, rep)]
@@ -149,9 +149,9 @@ def throughput(results: Results, session: str, base: Path, peers: list[str], eve
 
 
 def latency(results: Results, session: str, base: Path, peers: list[str], rate: int, settle_s: float, seconds: float, interval: int) -> None:
-    from jobs.kafka_broker import KafkaBroker
-    from jobs.peers import latency as steady
-    from jobs.peers.runners import Run, cleanup, label
+    from deltastreams.jobs.kafka_broker import KafkaBroker
+    from deltastreams.jobs.peers import latency as steady
+    from deltastreams.jobs.peers.runners import Run, cleanup, label
 
     for peer in peers:
         if results.has_latency(peer):
@@ -176,7 +176,7 @@ def latency(results: Results, session: str, base: Path, peers: list[str], rate: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.bench_peers", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.bench_peers", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--peers", default=",".join(PEER_KEYS), help=f"comma-separated, of {', '.join(PEER_KEYS)}")
     parser.add_argument("--events", type=int, nargs="+", default=[1_000_000, 5_000_000])
     parser.add_argument("--intervals", type=int, nargs="+", default=[100, 1000], help="commit intervals (ms)")
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     results = Results(out / "peers.json", args.fresh)
     if not args.report_only:
         session = uuid.uuid4().hex[:8]
-        record = {"id": session, "started": _now(), "command": "python -m jobs.bench_peers " + " ".join(sys.argv[1:] if argv is None else argv),
+        record = {"id": session, "started": _now(), "command": "python -m deltastreams.jobs.bench_peers " + " ".join(sys.argv[1:] if argv is None else argv),
                   "uptime_start": uptime(), "machine": machine()}
         results.data["sessions"].append(record)
         results.save()
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"session {session} ended; {record['uptime_end']}", flush=True)
             if not args.work_dir:
                 shutil.rmtree(base, ignore_errors=True)
-    from jobs.peers.report import write_report
+    from deltastreams.jobs.peers.report import write_report
 
     write_report(results.data, out)
     print(f"report: {out / 'peers.md'}", file=sys.stderr)

@@ -2,7 +2,7 @@
 Streaming job's process over the same Delta topic, each started from the command line as a user
 would and timed from launch to exit (JVM start, Spark session, query start, processing, stop).
 
-    python -m jobs.bench_process --events 5000000 16000000 [--reps 1]
+    python -m deltastreams.jobs.bench_process --events 5000000 16000000 [--reps 1]
 
 Both read the same generated input with batches of at most 1M records at a 1 s commit interval;
 runs alternate between the two systems. Prints seconds and events/s per run and the ratio.
@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from jobs.bench import run_root
-from jobs.pageview import generate
+from deltastreams.jobs.bench import run_root
+from deltastreams.jobs.pageview import generate
 
 INTERVAL_MS, BATCH = 1000, 1_000_000
 
@@ -35,8 +35,8 @@ def _timed(command: list[str], log_path: Path) -> float:
 def commands(root: str, events: int) -> dict[str, list[str]]:
     common = ["--commit-interval-ms", str(INTERVAL_MS), "--max-records-per-batch", str(BATCH)]
     return {
-        "deltastreams": [sys.executable, "-m", "jobs.pageview", "run", "--root", root, "--until-caught-up", *common],
-        "plain_spark": [sys.executable, "-m", "jobs.plain_pageview", "--root", root, "--events", str(events), *common],
+        "deltastreams": [sys.executable, "-m", "deltastreams.jobs.pageview", "run", "--root", root, "--until-caught-up", *common],
+        "plain_spark": [sys.executable, "-m", "deltastreams.jobs.plain_pageview", "--root", root, "--events", str(events), *common],
     }
 
 

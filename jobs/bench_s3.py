@@ -1,9 +1,9 @@
 """Local disk against an S3-compatible object store: the pageview job over the same events, once
 with its root in a local directory and once on ``s3://`` (SeaweedFS on loopback,
-:mod:`jobs.s3_server`), each started from the command line; runs alternate, in one process, so
+:mod:`deltastreams.jobs.s3_server`), each started from the command line; runs alternate, in one process, so
 both see the same machine load.
 
-    python -m jobs.bench_s3 [--events 200000] [--batches 8] [--small-events 20000] [--small-batches 40] [--reps 2]
+    python -m deltastreams.jobs.bench_s3 [--events 200000] [--batches 8] [--small-events 20000] [--small-batches 40] [--reps 2]
 
 Two workloads: *throughput* (``--events`` in ``--batches`` micro-batches) and *small batches*
 (``--small-events`` in ``--small-batches``: there the per-commit round trips dominate). Per run it
@@ -24,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from jobs.bench_process import _timed
-from jobs.pageview import generate
-from jobs.s3_server import S3Server
+from deltastreams.jobs.bench_process import _timed
+from deltastreams.jobs.pageview import generate
+from deltastreams.jobs.s3_server import S3Server
 
 INTERVAL_MS = 200
 
@@ -36,7 +36,7 @@ def run(root: str, events: int, batches: int, work: Path, name: str) -> dict:
     metrics = work / f"{name}.metrics.jsonl"
     per_batch = -(-events // batches)
     command = [
-        sys.executable, "-m", "jobs.pageview", "run", "--root", root, "--until-caught-up",
+        sys.executable, "-m", "deltastreams.jobs.pageview", "run", "--root", root, "--until-caught-up",
         "--commit-interval-ms", str(INTERVAL_MS), "--max-records-per-batch", str(per_batch),
         "--metrics-file", str(metrics), "--set", f"state_dir={work / name / 'state'}",
     ]  # fmt: skip

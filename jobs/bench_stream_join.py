@@ -1,6 +1,6 @@
 """Speed of the processing core's stream-stream join, single process, no Spark.
 
-    python -m jobs.bench_stream_join [--records 400000] [--batch 50000] [--keys 20000]
+    python -m deltastreams.jobs.bench_stream_join [--records 400000] [--batch 50000] [--keys 20000]
 
 Two streams (half the records each, keys drawn from ``--keys``, timestamps rising with some
 disorder) joined within 1 s (grace 0.5 s), inner and left, through the core with RocksDB stores,
@@ -21,9 +21,9 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from state import ChangeLoggingStore, RocksDBKeyValueStore
-from streams import JoinWindows, StreamsBuilder
-from streams.core import TaskProcessor
+from deltastreams.state import ChangeLoggingStore, RocksDBKeyValueStore
+from deltastreams.streams import JoinWindows, StreamsBuilder
+from deltastreams.streams.core import TaskProcessor
 
 DIFFERENCE_MS, GRACE_MS = 1000, 500
 

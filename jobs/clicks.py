@@ -5,11 +5,11 @@ has closed, joined with None.
 ``ad-impressions`` (keyed by user) -> left_join(``ad-clicks``, JoinWindows 10 s, grace 5 s) ->
 ``attributed-impressions`` (key: user, value: ``"<impression>|<click or None>"``).
 
-    python -m jobs.clicks generate --root /tmp/clicks --rounds 5
-    python -m jobs.clicks run --root /tmp/clicks --until-caught-up --max-records-per-batch 1
-    python -m jobs.clicks close --root /tmp/clicks      # far-future clicks: every window closes
-    python -m jobs.clicks run --root /tmp/clicks --until-caught-up --max-records-per-batch 1
-    python -m jobs.clicks results --root /tmp/clicks [--reference]
+    python -m deltastreams.jobs.clicks generate --root /tmp/clicks --rounds 5
+    python -m deltastreams.jobs.clicks run --root /tmp/clicks --until-caught-up --max-records-per-batch 1
+    python -m deltastreams.jobs.clicks close --root /tmp/clicks      # far-future clicks: every window closes
+    python -m deltastreams.jobs.clicks run --root /tmp/clicks --until-caught-up --max-records-per-batch 1
+    python -m deltastreams.jobs.clicks results --root /tmp/clicks [--reference]
 
 ``generate`` appends rounds of 20 s of event time: impressions spread over the round, one click per
 impression, 0-15 s after it (so about a third miss their impression's window, though they may hit
@@ -28,11 +28,11 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from jobs.example_cli import add_operations_commands, add_run_command, print_pairs, read_pairs, run_example, run_operations
-from jobs.example_cli import rounds_done as example_rounds_done
-from jobs.roots import require_root
-from streams import JoinWindows, StreamsBuilder, Topology
-from streams.errors import DeltaStreamsError
+from deltastreams.jobs.example_cli import add_operations_commands, add_run_command, print_pairs, read_pairs, run_example, run_operations
+from deltastreams.jobs.example_cli import rounds_done as example_rounds_done
+from deltastreams.jobs.roots import require_root
+from deltastreams.streams import JoinWindows, StreamsBuilder, Topology
+from deltastreams.streams.errors import DeltaStreamsError
 
 IMPRESSIONS_TOPIC = "ad-impressions"
 CLICKS_TOPIC = "ad-clicks"
@@ -58,7 +58,7 @@ def build_topology() -> Topology:
 
 
 def _topic(root: str, name: str, partitions: int):
-    from sinks import Topic, create_topic
+    from deltastreams.sinks import Topic, create_topic
 
     if Topic.exists(root, name):
         return Topic.open(root, name)
@@ -115,7 +115,7 @@ def reference_pairs(root: str) -> Counter:
     input topics (the closing clicks match nothing)."""
     import pandas as pd
 
-    from sinks import Topic
+    from deltastreams.sinks import Topic
 
     def frame(topic: str, name: str) -> pd.DataFrame:
         table = Topic.open(root, topic).read()
@@ -135,7 +135,7 @@ def read_results(root: str) -> Counter:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.clicks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.clicks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("describe", help="print the topology description")
     gen = commands.add_parser("generate", help="append rounds of impressions and clicks")

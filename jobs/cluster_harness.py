@@ -1,9 +1,9 @@
 """The crash harness on a cluster of several hosts: lose worker hosts while the pageview job runs.
 
-    python -m jobs.cluster_harness --root /tmp/cluster-harness --trials 12
-    python -m jobs.cluster_harness --root /tmp/cluster-harness-sb --trials 12 --standbys 1
+    python -m deltastreams.jobs.cluster_harness --root /tmp/cluster-harness --trials 12
+    python -m deltastreams.jobs.cluster_harness --root /tmp/cluster-harness-sb --trials 12 --standbys 1
 
-Brings up the multi-host test cluster (:mod:`jobs.test_cluster`: a master, three one-core worker
+Brings up the multi-host test cluster (:mod:`deltastreams.jobs.test_cluster`: a master, three one-core worker
 hosts and a driver host, each in a network namespace of its own; the job's root on the S3 store
 of the cluster, every host's state on its own disk). Each trial appends new events, submits
 ``jobs/pageview.py run --until-caught-up`` from the driver host with spark-submit, and then
@@ -12,8 +12,8 @@ on, its lost tasks move to the other hosts and catch up from their changelogs; t
 started again, with its disk, after the run), or kills the driver's whole process group after a
 random delay (``driver``), or arms a named kill point of the commit protocol in the driver.
 After the trials, one run without kills finishes the input; then the checks of
-:mod:`jobs.harness_checks` run on a copy of the store (and the commit files archived meanwhile),
-as in ``jobs.crash_harness --s3``.
+:mod:`deltastreams.jobs.harness_checks` run on a copy of the store (and the commit files archived meanwhile),
+as in ``deltastreams.jobs.crash_harness --s3``.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from jobs.crash_harness import append_events, job_command, run_once
-from jobs.harness_checks import Report, check
-from jobs.harness_log_archive import ARCHIVE, LogArchiver
-from jobs.pageview import __file__ as pageview_file
-from jobs.test_cluster import MultiHostCluster, spark_home
-from streams.runtime import CRASH_POINTS
+from deltastreams.jobs.crash_harness import append_events, job_command, run_once
+from deltastreams.jobs.harness_checks import Report, check
+from deltastreams.jobs.harness_log_archive import ARCHIVE, LogArchiver
+from deltastreams.jobs.pageview import __file__ as pageview_file
+from deltastreams.jobs.test_cluster import MultiHostCluster, spark_home
+from deltastreams.streams.runtime import CRASH_POINTS
 
 KINDS = ("host", "host", "driver", "point")
 """Half the trials lose a worker host."""
@@ -112,7 +112,7 @@ def run_trials(cluster: MultiHostCluster, root: str, local: Path, args: argparse
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.cluster_harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.cluster_harness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", required=True, help="a fresh local directory: the cluster, logs, the archive and the store's copy")
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--events", type=int, default=20_000)

@@ -1,14 +1,14 @@
 """What state costs on a cluster of several hosts: where tasks run, what they read back, and what
 losing a host costs, with and without standby copies.
 
-    python -m jobs.cluster_locality                              # sticky tasks, no standbys
-    python -m jobs.cluster_locality --sticky off                 # Spark places tasks as it likes
-    python -m jobs.cluster_locality --kill-host 2 --standbys 0   # lose worker 2 after batch 4
-    python -m jobs.cluster_locality --kill-host 2 --standbys 1
+    python -m deltastreams.jobs.cluster_locality                              # sticky tasks, no standbys
+    python -m deltastreams.jobs.cluster_locality --sticky off                 # Spark places tasks as it likes
+    python -m deltastreams.jobs.cluster_locality --kill-host 2 --standbys 0   # lose worker 2 after batch 4
+    python -m deltastreams.jobs.cluster_locality --kill-host 2 --standbys 1
 
-Brings up a test cluster (:mod:`jobs.test_cluster`: a master, three one-core worker hosts and a
+Brings up a test cluster (:mod:`deltastreams.jobs.test_cluster`: a master, three one-core worker hosts and a
 driver host in network namespaces of their own, the root on an S3 store), appends ``--events``
-pageviews of ``--users`` users in ``--appends`` appends, and runs :mod:`jobs.user_counts` (a count per
+pageviews of ``--users`` users in ``--appends`` appends, and runs :mod:`deltastreams.jobs.user_counts` (a count per
 user: one store entry per user seen, over ``--partitions`` tasks) with spark-submit from the
 driver host, one append per batch. Reported from the job's metrics file: changelog entries read
 back per batch (the first ``--warm-up`` batches apart: a task's first batch on a host restores
@@ -27,8 +27,8 @@ import threading
 import time
 from pathlib import Path
 
-from jobs import user_counts
-from jobs.test_cluster import MultiHostCluster, spark_home
+from deltastreams.jobs import user_counts
+from deltastreams.jobs.test_cluster import MultiHostCluster, spark_home
 
 SUBMIT_TIMEOUT_S = 1800
 
@@ -79,7 +79,7 @@ def run(cluster: MultiHostCluster, args: argparse.Namespace, work: Path) -> dict
     root = cluster.uri(f"locality-{int(time.time())}")
     options = [a for k, v in cluster.storage_options.items() for a in ("--set", f"storage_options.{k}={v}")]
     generate = cluster.run_on_driver(
-        [sys.executable, "-m", "jobs.pageview", "generate", "--root", root, "--events", str(args.events), "--batches", str(args.appends),
+        [sys.executable, "-m", "deltastreams.jobs.pageview", "generate", "--root", root, "--events", str(args.events), "--batches", str(args.appends),
          "--source-partitions", "3", "--seed", "5", "--users", str(args.users), *options],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
@@ -124,7 +124,7 @@ def run(cluster: MultiHostCluster, args: argparse.Namespace, work: Path) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.cluster_locality", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.cluster_locality", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", help="the cluster's directory (default: a new temporary one)")
     parser.add_argument("--events", type=int, default=400_000)
     parser.add_argument("--appends", type=int, default=10)

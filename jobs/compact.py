@@ -1,9 +1,9 @@
 """Compact an application's changelog topics once, while it is stopped.
 
-    python -m jobs.compact --root DIR --application-id pageview [--tombstone-retention-ms MS]
+    python -m deltastreams.jobs.compact --root DIR --application-id pageview [--tombstone-retention-ms MS]
 
 A running application compacts its changelogs itself (``[retention]`` settings); this is the
-same step (:func:`sinks.retention.compact_changelog`) for a stopped one, e.g. before copying its
+same step (:func:`deltastreams.sinks.retention.compact_changelog`) for a stopped one, e.g. before copying its
 data. Do not run it against a running application: its next commit to the changelog would find
 a version it did not write and stop the job.
 """
@@ -15,11 +15,11 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from conf import RetentionConfig
-from conf.errors import DeltaStreamsError
-from jobs.roots import require_root
-from sinks import Topic
-from sinks.retention import compact_changelog
+from deltastreams.conf import RetentionConfig
+from deltastreams.conf.errors import DeltaStreamsError
+from deltastreams.jobs.roots import require_root
+from deltastreams.sinks import Topic
+from deltastreams.sinks.retention import compact_changelog
 
 
 def main(argv: list[str] | None = None) -> int:

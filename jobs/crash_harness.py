@@ -1,34 +1,34 @@
 """Kill the pageview job at random moments and inside the commit protocol; check what survives.
 
-    python -m jobs.crash_harness --root /tmp/harness --trials 200
-    python -m jobs.crash_harness --root /tmp/harness-ret --trials 200 --retention on
-    python -m jobs.crash_harness --root /tmp/harness-alos --trials 20 --guarantee at_least_once
-    python -m jobs.crash_harness --root /tmp/harness-corrupt --trials 50 --corrupt
-    python -m jobs.crash_harness --root /tmp/harness-kafka --trials 30 --kafka
-    python -m jobs.crash_harness --root /tmp/harness-kafka-sink --trials 30 --kafka --kafka-sink
-    python -m jobs.crash_harness --root /tmp/harness-s3 --trials 50 --s3 --retention on
+    python -m deltastreams.jobs.crash_harness --root /tmp/harness --trials 200
+    python -m deltastreams.jobs.crash_harness --root /tmp/harness-ret --trials 200 --retention on
+    python -m deltastreams.jobs.crash_harness --root /tmp/harness-alos --trials 20 --guarantee at_least_once
+    python -m deltastreams.jobs.crash_harness --root /tmp/harness-corrupt --trials 50 --corrupt
+    python -m deltastreams.jobs.crash_harness --root /tmp/harness-kafka --trials 30 --kafka
+    python -m deltastreams.jobs.crash_harness --root /tmp/harness-kafka-sink --trials 30 --kafka --kafka-sink
+    python -m deltastreams.jobs.crash_harness --root /tmp/harness-s3 --trials 50 --s3 --retention on
 
-Each trial starts ``python -m jobs.pageview run --until-caught-up`` as its own process group and
+Each trial starts ``python -m deltastreams.jobs.pageview run --until-caught-up`` as its own process group and
 kills it with SIGKILL: either the driver kills itself at a named point of the commit protocol or
 of a retention step (``DELTASTREAMS_CRASH_AT``, every point in turn) or the harness kills the
 whole group after a random delay. After the trials, one run without kills finishes the input.
-Then the checks of :mod:`jobs.harness_checks` compare what the job left with computations that
+Then the checks of :mod:`deltastreams.jobs.harness_checks` compare what the job left with computations that
 share no code with it.
 
 ``--retention on`` runs the job with aggressive retention (:data:`RETENTION_SETTINGS`: every step
 every second, small thresholds), except that removed files stay on disk for a day, so the checks
 can read every record ever committed; ``off`` turns retention off. While the job runs, the
 harness archives every commit file before log retention can delete it
-(:mod:`jobs.harness_log_archive`). ``--corrupt`` also damages local stores and checkpoints between
-trials (:mod:`jobs.harness_damage`): the job must heal them and nothing may change in its outputs.
-``--kafka`` starts Apache Kafka (:mod:`jobs.kafka_broker`) and runs the job on its events read
+(:mod:`deltastreams.jobs.harness_log_archive`). ``--corrupt`` also damages local stores and checkpoints between
+trials (:mod:`deltastreams.jobs.harness_damage`): the job must heal them and nothing may change in its outputs.
+``--kafka`` starts Apache Kafka (:mod:`deltastreams.jobs.kafka_broker`) and runs the job on its events read
 from Kafka (``run --kafka``); the same events also go to the Delta topic under the root, untouched
 by the job, where the checks read the input. ``--kafka-sink`` (with a broker of its own unless
 ``--kafka`` started one) also publishes the counts to Kafka (``run --output-kafka``), kills at
 the Kafka sink's points too (``KAFKA_SINK_CRASH_POINTS``: before its transaction and inside it),
 and checks that a read_committed reader finds every record of the Delta output in Kafka exactly
-once, partition by partition, in order (:mod:`jobs.kafka_sink_check`). ``--s3`` starts an S3-compatible
-store (:mod:`jobs.s3_server`) and puts the job's root there, its state in ``--root``; the checks
+once, partition by partition, in order (:mod:`deltastreams.jobs.kafka_sink_check`). ``--s3`` starts an S3-compatible
+store (:mod:`deltastreams.jobs.s3_server`) and puts the job's root there, its state in ``--root``; the checks
 read a copy of the store taken once the job is done, plus the commit files archived while it ran.
 """
 
@@ -49,21 +49,21 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from jobs.harness_checks import GRACE_MS, WINDOW_MS, Report, check
-from jobs.harness_damage import corrupt_local_state, stores_moved_aside
-from jobs.harness_log_archive import ARCHIVE, LogArchiver
-from jobs.kafka_broker import KafkaBroker
-from jobs.kafka_sink_check import check_mirror
-from jobs.pageview import APPLICATION_ID, OUTPUT_TOPIC, generate, generate_to_kafka
-from jobs.s3_server import S3Server
-from streams.runtime import CRASH_POINTS as POINTS
-from streams.runtime import KAFKA_SINK_CRASH_POINTS
+from deltastreams.jobs.harness_checks import GRACE_MS, WINDOW_MS, Report, check
+from deltastreams.jobs.harness_damage import corrupt_local_state, stores_moved_aside
+from deltastreams.jobs.harness_log_archive import ARCHIVE, LogArchiver
+from deltastreams.jobs.kafka_broker import KafkaBroker
+from deltastreams.jobs.kafka_sink_check import check_mirror
+from deltastreams.jobs.pageview import APPLICATION_ID, OUTPUT_TOPIC, generate, generate_to_kafka
+from deltastreams.jobs.s3_server import S3Server
+from deltastreams.streams.runtime import CRASH_POINTS as POINTS
+from deltastreams.streams.runtime import KAFKA_SINK_CRASH_POINTS
 
 EVENTS_PER_SECOND = 300
 """Event-time rate of the harness's input: slow enough that thousands of events span many windows,
 so windows close (and emit-final emits) during a run."""
 RETENTION_POINT_PREFIX = "retention_"
-"""Kill points inside retention steps (``sinks.retention.KILL_POINTS``), used with ``--retention on``."""
+"""Kill points inside retention steps (``deltastreams.sinks.retention.KILL_POINTS``), used with ``--retention on``."""
 RETENTION_SETTINGS = {
     "enabled": "true",
     "purge_interval_ms": 1000,
@@ -106,7 +106,7 @@ def job_command(
     state_dir: Path | None = None,
 ) -> list[str]:
     command = [
-        sys.executable, "-m", "jobs.pageview", "run", "--root", root, "--until-caught-up",
+        sys.executable, "-m", "deltastreams.jobs.pageview", "run", "--root", root, "--until-caught-up",
         "--guarantee", guarantee, "--emit", emit, "--grace-ms", str(GRACE_MS), "--window-ms", str(WINDOW_MS),
         "--commit-interval-ms", str(commit_interval_ms), "--max-records-per-batch", str(max_records), "--timeout-s", "600",
     ]

@@ -8,9 +8,9 @@ the time-to-live, so the store does not grow without bound.
 and written an array at a time. The two variants keep their ids in different stores (a typed
 store's format differs), so do not switch a root from one to the other.
 
-    python -m jobs.dedup generate --root /tmp/dd --rounds 5
-    python -m jobs.dedup run --root /tmp/dd --until-caught-up --max-records-per-batch 1 [--vectorised]
-    python -m jobs.dedup results --root /tmp/dd [--reference]
+    python -m deltastreams.jobs.dedup generate --root /tmp/dd --rounds 5
+    python -m deltastreams.jobs.dedup run --root /tmp/dd --until-caught-up --max-records-per-batch 1 [--vectorised]
+    python -m deltastreams.jobs.dedup results --root /tmp/dd [--reference]
 
 ``generate`` appends rounds of 10 s of event time in 2-second slices (one Delta version per
 slice, so ``--max-records-per-batch 1`` takes one slice per batch): events, and copies of about a
@@ -29,12 +29,12 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from jobs.example_cli import add_operations_commands, add_run_command, print_pairs, read_pairs, run_example, run_operations
-from jobs.example_cli import rounds_done as example_rounds_done
-from jobs.roots import require_root
-from streams import StreamsBuilder, Topology
-from streams.errors import DeltaStreamsError
-from streams.processor import BatchProcessor, Processor, PunctuationType, Stores
+from deltastreams.jobs.example_cli import add_operations_commands, add_run_command, print_pairs, read_pairs, run_example, run_operations
+from deltastreams.jobs.example_cli import rounds_done as example_rounds_done
+from deltastreams.jobs.roots import require_root
+from deltastreams.streams import StreamsBuilder, Topology
+from deltastreams.streams.errors import DeltaStreamsError
+from deltastreams.streams.processor import BatchProcessor, Processor, PunctuationType, Stores
 
 INPUT_TOPIC = "events"
 OUTPUT_TOPIC = "unique-events"
@@ -127,7 +127,7 @@ def build_topology(vectorised: bool = False) -> Topology:
 
 
 def _topic(root: str, partitions: int):
-    from sinks import Topic, create_topic
+    from deltastreams.sinks import Topic, create_topic
 
     if Topic.exists(root, INPUT_TOPIC):
         return Topic.open(root, INPUT_TOPIC)
@@ -160,7 +160,7 @@ def generate(root: str, *, rounds: int, per_round: int = 1000, seed: int = 0, pa
 
 def reference_events(root: str) -> Counter:
     """``(event id, payload)`` of the events that must come out, computed from the input topic."""
-    from sinks import Topic
+    from deltastreams.sinks import Topic
 
     table = Topic.open(root, INPUT_TOPIC).read().sort_by([("partition", "ascending"), ("offset", "ascending")])
     last_kept: dict[str, int] = {}
@@ -177,7 +177,7 @@ def read_results(root: str) -> Counter:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.dedup", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.dedup", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     describe = commands.add_parser("describe", help="print the topology description")
     describe.add_argument("--vectorised", action="store_true", help="the batch processor variant")

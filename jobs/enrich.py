@@ -5,10 +5,10 @@
 map to key = region ("unknown" without a row) -> group_by_key -> windowed_by(5 s, grace) ->
 count -> to_stream -> ``pageviews-per-region`` (columns region, window_start, window_end, count).
 
-    python -m jobs.enrich generate --root /tmp/en --rounds 5 --events-per-round 20000
-    python -m jobs.enrich run --root /tmp/en --until-caught-up
-    python -m jobs.enrich results --root /tmp/en
-    python -m jobs.enrich describe
+    python -m deltastreams.jobs.enrich generate --root /tmp/en --rounds 5 --events-per-round 20000
+    python -m deltastreams.jobs.enrich run --root /tmp/en --until-caught-up
+    python -m deltastreams.jobs.enrich results --root /tmp/en
+    python -m deltastreams.jobs.enrich describe
 
 ``generate`` appends in rounds: each round first moves some users to another region (the table
 update is stamped with the start of the round), then appends the round's pageviews (stamped
@@ -28,11 +28,11 @@ import sys
 import numpy as np
 import pyarrow as pa
 
-from jobs.example_cli import add_operations_commands, add_run_command, run_example, run_operations
-from jobs.roots import require_root
-from jobs.pageview_data import START_MS, VALUE_TYPE, generate_events
-from streams import StreamsBuilder, TimeWindows, Topology
-from streams.errors import DeltaStreamsError
+from deltastreams.jobs.example_cli import add_operations_commands, add_run_command, run_example, run_operations
+from deltastreams.jobs.roots import require_root
+from deltastreams.jobs.pageview_data import START_MS, VALUE_TYPE, generate_events
+from deltastreams.streams import StreamsBuilder, TimeWindows, Topology
+from deltastreams.streams.errors import DeltaStreamsError
 
 VIEWS_TOPIC = "pageview-events"
 USERS_TOPIC = "users"
@@ -62,7 +62,7 @@ def build_topology(*, window_ms: int = 5000, grace_ms: int = 10_000) -> Topology
 
 
 def _topic(root: str, name: str, value_type: pa.DataType, partitions: int):
-    from sinks import Topic, create_topic
+    from deltastreams.sinks import Topic, create_topic
 
     if Topic.exists(root, name):
         return Topic.open(root, name)
@@ -111,7 +111,7 @@ def reference_counts(root: str, *, window_ms: int = 5000) -> pa.Table:
     are in timestamp order and late-free, so no window closes on a record it should count."""
     import pandas as pd
 
-    from sinks import Topic
+    from deltastreams.sinks import Topic
 
     views = Topic.open(root, VIEWS_TOPIC).read().select(["timestamp", "key"]).to_pandas().rename(columns={"key": "user_id"})
     users = Topic.open(root, USERS_TOPIC).read()
@@ -136,7 +136,7 @@ def reference_counts(root: str, *, window_ms: int = 5000) -> pa.Table:
 
 def read_results(root: str) -> pa.Table:
     """The latest revision per (region, window)."""
-    from sinks import Topic
+    from deltastreams.sinks import Topic
 
     empty = pa.schema([("region", pa.string()), ("window_start", pa.int64()), ("window_end", pa.int64()), ("count", pa.int64())]).empty_table()
     if not Topic.exists(root, OUTPUT_TOPIC):
@@ -151,7 +151,7 @@ def read_results(root: str) -> pa.Table:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.enrich", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.enrich", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("describe", help="print the topology description")
     gen = commands.add_parser("generate", help="append rounds of users updates and pageviews")

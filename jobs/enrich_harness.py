@@ -5,19 +5,19 @@ stream-stream left join: two window stores and the store of impressions waiting 
 ``dedup`` (a user processor with its own store and a stream-time punctuator; ``dedup-vectorised``
 is the same job as a batch processor with a typed store).
 
-    python -m jobs.enrich_harness --root /tmp/enrich-harness --trials 30
-    python -m jobs.enrich_harness --job clicks --root /tmp/clicks-harness --trials 30
-    python -m jobs.enrich_harness --job dedup --root /tmp/dedup-harness --trials 30
-    python -m jobs.enrich_harness --job dedup-vectorised --root /tmp/dedup-v-harness --trials 30
+    python -m deltastreams.jobs.enrich_harness --root /tmp/enrich-harness --trials 30
+    python -m deltastreams.jobs.enrich_harness --job clicks --root /tmp/clicks-harness --trials 30
+    python -m deltastreams.jobs.enrich_harness --job dedup --root /tmp/dedup-harness --trials 30
+    python -m deltastreams.jobs.enrich_harness --job dedup-vectorised --root /tmp/dedup-v-harness --trials 30
 
 Each trial appends one round (a users update, then its pageviews) and starts ``python -m
-jobs.enrich run --until-caught-up``, killed with SIGKILL at a named commit point or after a
+deltastreams.jobs.enrich run --until-caught-up``, killed with SIGKILL at a named commit point or after a
 random delay; one run without kills finishes. Checks: the latest count per region and window
-equals :func:`jobs.enrich.reference_counts` (each view counted in the region its user had at
+equals :func:`deltastreams.jobs.enrich.reference_counts` (each view counted in the region its user had at
 the time), and no revision was committed twice (exactly-once: a window's count only grows, so a
 repeated ``(region, window, count)`` is a batch published twice). For ``clicks``, a last run
-after :func:`jobs.clicks.close` closes every window; then the attributed impressions must be
-:func:`jobs.clicks.reference_pairs` exactly, each once.
+after :func:`deltastreams.jobs.clicks.close` closes every window; then the attributed impressions must be
+:func:`deltastreams.jobs.clicks.reference_pairs` exactly, each once.
 """
 
 from __future__ import annotations
@@ -28,15 +28,15 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from jobs import clicks, dedup, enrich
-from jobs.crash_harness import run_once
-from sinks import Topic
-from streams.runtime import CRASH_POINTS as POINTS
+from deltastreams.jobs import clicks, dedup, enrich
+from deltastreams.jobs.crash_harness import run_once
+from deltastreams.sinks import Topic
+from deltastreams.streams.runtime import CRASH_POINTS as POINTS
 
 ONE_ROUND = 200
 """Records per batch and topic: a round's users update (1,000 or 200 records) and its views are
 each one Delta version, so every batch holds one round of both topics, never a users update
-ahead of its views (the reference's assumption; see jobs.enrich)."""
+ahead of its views (the reference's assumption; see deltastreams.jobs.enrich)."""
 
 
 VARIANTS = {"dedup-vectorised": ("dedup", ["--vectorised"])}
@@ -49,7 +49,7 @@ def _module(job: str) -> str:
 
 def command(root: str, job: str = "enrich") -> list[str]:
     return [
-        sys.executable, "-m", f"jobs.{_module(job)}", "run", "--root", root, "--until-caught-up", "--timeout-s", "600",
+        sys.executable, "-m", f"deltastreams.jobs.{_module(job)}", "run", "--root", root, "--until-caught-up", "--timeout-s", "600",
         "--commit-interval-ms", "100", "--max-records-per-batch", str(ONE_ROUND if job == "enrich" else 1), *(VARIANTS[job][1] if job in VARIANTS else ()),
     ]
 

@@ -1,6 +1,6 @@
 """What the enrich, clicks and dedup examples share: the ``run`` subcommand (the same options,
 the same settings, run in the terminal until caught up or stopped), ``status`` and ``reset``
-(:mod:`jobs.operations_cli`), and for the examples whose
+(:mod:`deltastreams.jobs.operations_cli`), and for the examples whose
 output is a set of records, reading and printing that set and counting the rounds generated."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import argparse
 from collections import Counter
 from collections.abc import Callable
 
-from conf import StreamsConfig
-from streams import Topology
+from deltastreams.conf import StreamsConfig
+from deltastreams.streams import Topology
 
 
 def add_run_command(commands) -> argparse.ArgumentParser:
@@ -28,21 +28,21 @@ def add_run_command(commands) -> argparse.ArgumentParser:
 
 def add_operations_commands(commands, application_id: str) -> None:
     """``status`` and ``reset`` for the example ``application_id``."""
-    from jobs.operations_cli import add_reset_command, add_status_command
+    from deltastreams.jobs.operations_cli import add_reset_command, add_status_command
 
     add_status_command(commands, application_id)
     add_reset_command(commands, application_id)
 
 
 def run_operations(args: argparse.Namespace, build_topology: Callable[[], Topology]) -> int:
-    from jobs.operations_cli import run_operations_command
+    from deltastreams.jobs.operations_cli import run_operations_command
 
     return run_operations_command(args, build_topology)
 
 
 def run_example(args: argparse.Namespace, application_id: str, build_topology: Callable[[], Topology]) -> int:
-    from streams.app import StreamsApp
-    from streams.console import run_from_terminal
+    from deltastreams.streams.app import StreamsApp
+    from deltastreams.streams.console import run_from_terminal
 
     settings = {
         "application_id": application_id,
@@ -62,7 +62,7 @@ def run_example(args: argparse.Namespace, application_id: str, build_topology: C
 def read_pairs(root: str, topic: str) -> Counter:
     """``(key, value)`` of every record of ``topic``, with multiplicity (empty if it does not
     exist yet)."""
-    from sinks import Topic
+    from deltastreams.sinks import Topic
 
     if not Topic.exists(root, topic):
         return Counter()
@@ -79,7 +79,7 @@ def print_pairs(pairs: Counter) -> None:
 
 def rounds_done(root: str, topic: str, start_ms: int, round_ms: int) -> int:
     """Rounds already appended to ``topic``, each ``round_ms`` of event time from ``start_ms``."""
-    from sinks import Topic
+    from deltastreams.sinks import Topic
 
     if not Topic.exists(root, topic):
         return 0

@@ -1,7 +1,7 @@
 """The crash harness's checks: what the job left, against computations that share no code with it.
 
 They hold with retention running in the job (purge, compaction, optimize, file and log cleanup):
-history comes from the harness's archive of every commit file (:mod:`jobs.harness_log_archive`)
+history comes from the harness's archive of every commit file (:mod:`deltastreams.jobs.harness_log_archive`)
 and from removed data files, which the harness keeps on disk (``retention.removed_file_delay_ms``).
 - the latest revision of every window equals an independent pandas computation (with
   ``--emit final``: exactly one result per window, equal to it);
@@ -27,10 +27,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.harness_log_archive import Commit, history
-from jobs.pageview import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, read_results
-from sinks import DataFile, open_table
-from streams.errors import UnreadableFileError
+from deltastreams.jobs.harness_log_archive import Commit, history
+from deltastreams.jobs.pageview import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, read_results
+from deltastreams.sinks import DataFile, open_table
+from deltastreams.streams.errors import UnreadableFileError
 
 WINDOW_MS, GRACE_MS = 5000, 5000
 REPARTITION = f"{APPLICATION_ID}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition"
@@ -112,7 +112,7 @@ class TableHistory:
 
 
 def check(root: str, report: Report) -> None:
-    from jobs.pageview_reference import final_counts, source_events
+    from deltastreams.jobs.pageview_reference import final_counts, source_events
 
     repartition = _history(root, REPARTITION, report)
     if report.source == "kafka":
@@ -136,7 +136,7 @@ def check(root: str, report: Report) -> None:
 
 
 def _history(root: str, name: str, report: Report) -> TableHistory:
-    from sinks import Topic
+    from deltastreams.sinks import Topic
 
     commits, missing = history(root, Path(root) / "topics" / name)
     if missing:
@@ -174,7 +174,7 @@ def _added(add: dict) -> DataFile:
 def counts_in_order(repartition: TableHistory) -> pd.DataFrame:
     """Final counts of the records of each repartition partition taken in offset order: stream
     time is their running maximum timestamp; a record counts for its window unless window end +
-    grace is at or behind stream time (the semantics of :func:`jobs.pageview_reference.final_counts`,
+    grace is at or behind stream time (the semantics of :func:`deltastreams.jobs.pageview_reference.final_counts`,
     step 3)."""
     records = repartition.records
     counts: Counter = Counter()
@@ -211,7 +211,7 @@ def _check_counts(root, report, expected, repartition: TableHistory) -> None:
 def _closed_windows(windows, repartition: TableHistory) -> set:
     """Windows whose end + grace is at or below their task's final stream time (emit-final
     emits exactly those): stream time over every record the task ever read, purged or not."""
-    from sinks import partition_for
+    from deltastreams.sinks import partition_for
 
     records = repartition.records
     stream_time = {}
@@ -225,7 +225,7 @@ def _closed_windows(windows, repartition: TableHistory) -> set:
 
 
 def _check_repartition(root, report, repartition: TableHistory) -> None:
-    from sinks import Topic
+    from deltastreams.sinks import Topic
 
     # Every record ever committed, read commit by commit as a downstream query does (a snapshot
     # would hide a file added twice, and retention removes consumed files from it).
@@ -276,10 +276,10 @@ def _replay(state: dict, entries, start: int = 0, end: int | None = None) -> dic
 
 
 def _check_changelogs_and_stores(root, report, changelogs: list[TableHistory]) -> None:
-    from sinks import Topic
-    from sinks.retention import changelog_watermarks
-    from state import RocksDBKeyValueStore
-    from state.task_stores import APPLIED_OFFSET
+    from deltastreams.sinks import Topic
+    from deltastreams.sinks.retention import changelog_watermarks
+    from deltastreams.state import RocksDBKeyValueStore
+    from deltastreams.state.task_stores import APPLIED_OFFSET
 
     for changelog in changelogs:
         topic = Topic.open(root, changelog.name)
@@ -330,7 +330,7 @@ def _check_files_added_once(report, tables: list[TableHistory]) -> None:
 
 
 def _check_read_committed(root, report, tables: list[TableHistory]) -> None:
-    from sinks import Topic
+    from deltastreams.sinks import Topic
 
     decided = set()
     for log_dir in sorted((Path(root) / "transactions" / APPLICATION_ID).glob("subtopology-*")):

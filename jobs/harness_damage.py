@@ -2,7 +2,7 @@
 
 Stores: RocksDB files deleted, truncated or overwritten, or a whole store gone; checkpoints:
 Spark checkpoint files garbled. The job must move corrupt stores aside, rebuild them from their
-changelogs and carry on (``state.task_stores``); checkpoints are disposable (each start takes a
+changelogs and carry on (``deltastreams.state.task_stores``); checkpoints are disposable (each start takes a
 fresh one).
 """
 

@@ -6,7 +6,7 @@ stopped and waited for.
     with KafkaBroker.start() as broker:
         print(broker.bootstrap_servers)
 
-    python -m jobs.kafka_broker          # by hand: prints the bootstrap servers, runs until Ctrl-C
+    python -m deltastreams.jobs.kafka_broker          # by hand: prints the bootstrap servers, runs until Ctrl-C
 
 Settings that differ from a production broker, and why:
 - every replication factor and ``min.insync.replicas`` is 1: one broker;
@@ -28,8 +28,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.jvm import JvmUnavailable, classpath, java
-from jobs.process_tree import terminate
+from deltastreams.jobs.jvm import JvmUnavailable, classpath, java
+from deltastreams.jobs.process_tree import terminate
 
 KAFKA_VERSION = "4.3.1"  # jvm/pom.xml's kafka.version
 
@@ -164,7 +164,7 @@ class KafkaBroker:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m jobs.kafka_broker", description=f"Apache Kafka {KAFKA_VERSION} (KRaft, one node) on loopback until Ctrl-C or SIGTERM")
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.kafka_broker", description=f"Apache Kafka {KAFKA_VERSION} (KRaft, one node) on loopback until Ctrl-C or SIGTERM")
     parser.add_argument("--data-dir", help="where the broker keeps its logs (default: a temporary directory, removed at exit)")
     args = parser.parse_args(argv)
     stop = False

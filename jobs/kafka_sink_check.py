@@ -3,12 +3,12 @@ in the Kafka topic it is mirrored to exactly once, partition by partition, in th
 offset order, and Kafka holds nothing else, for a ``read_committed`` reader.
 
 The Delta side is read with deltalake, the Kafka side with confluent-kafka's plain consumer; no
-code of the sink (:mod:`sinks.kafka`, :mod:`sinks.kafka_publisher`) is used. What the sink must
+code of the sink (:mod:`deltastreams.sinks.kafka`, :mod:`deltastreams.sinks.kafka_publisher`) is used. What the sink must
 have written is spelled out here again: the key's UTF-8 bytes, followed for a windowed key by the
 window start as 8 big-endian bytes (Kafka's ``TimeWindowedSerializer``), the value as JSON, the
 record's timestamp and headers.
 
-    python -m jobs.kafka_sink_check --root R --topic pageview-windowed-counts --key-column category --value-column count --kafka HOST:PORT
+    python -m deltastreams.jobs.kafka_sink_check --root R --topic pageview-windowed-counts --key-column category --value-column count --kafka HOST:PORT
 """
 
 from __future__ import annotations

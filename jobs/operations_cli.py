@@ -1,5 +1,5 @@
-"""The ``status`` and ``reset`` subcommands every job shares (:mod:`streams.status`,
-:mod:`streams.reset`): their options, the settings they read (root, storage options, state
+"""The ``status`` and ``reset`` subcommands every job shares (:mod:`deltastreams.streams.status`,
+:mod:`deltastreams.streams.reset`): their options, the settings they read (root, storage options, state
 directory), and their output: text or JSON for status, a summary for reset."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import os
 import sys
 from collections.abc import Callable
 
-from conf import StreamsConfig
-from streams import Topology
+from deltastreams.conf import StreamsConfig
+from deltastreams.streams import Topology
 
 
 def add_status_command(commands, application_id: str | None) -> argparse.ArgumentParser:
@@ -46,8 +46,8 @@ def _common(parser: argparse.ArgumentParser, application_id: str | None) -> None
 
 
 def config_of(args: argparse.Namespace, extra: dict | None = None) -> StreamsConfig:
-    from jobs.roots import require_root
-    from sinks import use_storage_options
+    from deltastreams.jobs.roots import require_root
+    from deltastreams.sinks import use_storage_options
 
     settings = {"application_id": args.application_id, "root": args.root, **(extra or {})}
     for item in args.set or ():
@@ -60,7 +60,7 @@ def config_of(args: argparse.Namespace, extra: dict | None = None) -> StreamsCon
 
 
 def run_status(args: argparse.Namespace, topology: Callable[[], Topology], extra: dict | None = None) -> int:
-    from streams.status import application_status, format_status
+    from deltastreams.streams.status import application_status, format_status
 
     status = application_status(topology(), config_of(args, extra))
     print(json.dumps(status.to_dict(), indent=2) if args.json else format_status(status))
@@ -68,7 +68,7 @@ def run_status(args: argparse.Namespace, topology: Callable[[], Topology], extra
 
 
 def run_reset(args: argparse.Namespace, topology: Callable[[], Topology], extra: dict | None = None) -> int:
-    from streams.reset import ResetError, ResetTarget, parse_timestamp, reset
+    from deltastreams.streams.reset import ResetError, ResetTarget, parse_timestamp, reset
 
     versions = None
     if args.to_version:
@@ -107,7 +107,7 @@ def run_reset(args: argparse.Namespace, topology: Callable[[], Topology], extra:
 
 def run_operations_command(args: argparse.Namespace, topology: Callable[[], Topology], extra: dict | None = None) -> int:
     """``status`` or ``reset``, as ``args.command`` says; an error is printed, never a traceback."""
-    from conf.errors import DeltaStreamsError
+    from deltastreams.conf.errors import DeltaStreamsError
 
     try:
         return (run_status if args.command == "status" else run_reset)(args, topology, extra)
@@ -123,7 +123,7 @@ def _position(value) -> str:
 
 
 def main_for(prog: str, doc: str | None, argv: list[str] | None, command: str) -> int:
-    """``python -m jobs.status`` / ``jobs.reset``: any application, its topology named by
+    """``python -m deltastreams.jobs.status`` / ``deltastreams.jobs.reset``: any application, its topology named by
     ``--topology module:function`` (or known from its application id)."""
     parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     (add_status_command if command == "status" else add_reset_command)(_OneCommand(parser), None)
@@ -155,11 +155,11 @@ class _OneCommand:
 
 
 KNOWN_TOPOLOGIES = {
-    "pageview": "jobs.pageview:build_topology",
-    "user-counts": "jobs.user_counts:build_topology",
-    "enrich": "jobs.enrich:build_topology",
-    "clicks": "jobs.clicks:build_topology",
-    "dedup": "jobs.dedup:build_topology",
+    "pageview": "deltastreams.jobs.pageview:build_topology",
+    "user-counts": "deltastreams.jobs.user_counts:build_topology",
+    "enrich": "deltastreams.jobs.enrich:build_topology",
+    "clicks": "deltastreams.jobs.clicks:build_topology",
+    "dedup": "deltastreams.jobs.dedup:build_topology",
 }
 """The examples' topologies, by application id."""
 

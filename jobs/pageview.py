@@ -4,13 +4,13 @@
 group_by_key -> windowed_by(5 s tumbling, grace) -> count -> to_stream -> ``pageview-windowed-counts``
 (columns category, window_start, window_end, count, plus partition, offset, timestamp).
 
-    python -m jobs.pageview generate --root /tmp/pv --events 100000
-    python -m jobs.pageview generate --root /tmp/pv --rate 5000 --duration-s 60    # a steady stream
-    python -m jobs.pageview run --root /tmp/pv --until-caught-up
-    python -m jobs.pageview results --root /tmp/pv
-    python -m jobs.pageview describe
-    python -m jobs.pageview status --root /tmp/pv [--json]              # read-only, also while it runs
-    python -m jobs.pageview reset --root /tmp/pv --to-earliest          # stopped: reprocess (docs/operations.md)
+    python -m deltastreams.jobs.pageview generate --root /tmp/pv --events 100000
+    python -m deltastreams.jobs.pageview generate --root /tmp/pv --rate 5000 --duration-s 60    # a steady stream
+    python -m deltastreams.jobs.pageview run --root /tmp/pv --until-caught-up
+    python -m deltastreams.jobs.pageview results --root /tmp/pv
+    python -m deltastreams.jobs.pageview describe
+    python -m deltastreams.jobs.pageview status --root /tmp/pv [--json]              # read-only, also while it runs
+    python -m deltastreams.jobs.pageview reset --root /tmp/pv --to-earliest          # stopped: reprocess (docs/operations.md)
 
 On a cluster: spark-submit --master spark://host:7077 jobs/pageview.py run --root s3://bucket/pv
 (with the project installed on the executors, or its packages shipped with --py-files).
@@ -32,13 +32,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from conf import StreamsConfig
-from streams.console import calling_on_stop_signals
-from jobs.pageview_data import VALUE_TYPE, generate_events
-from jobs.roots import require_root
-from jobs.steady import SteadyGenerator, SteadyProgress, StatusFile
-from streams import StreamsBuilder, Suppressed, TimeWindows, Topology
-from streams.errors import DeltaStreamsError
+from deltastreams.conf import StreamsConfig
+from deltastreams.streams.console import calling_on_stop_signals
+from deltastreams.jobs.pageview_data import VALUE_TYPE, generate_events
+from deltastreams.jobs.roots import require_root
+from deltastreams.jobs.steady import SteadyGenerator, SteadyProgress, StatusFile
+from deltastreams.streams import StreamsBuilder, Suppressed, TimeWindows, Topology
+from deltastreams.streams.errors import DeltaStreamsError
 
 INPUT_TOPIC = "pageview-events"
 OUTPUT_TOPIC = "pageview-windowed-counts"
@@ -128,7 +128,7 @@ def generate(
 
 def kafka_input_topic(bootstrap_servers: str):
     """How ``pageview-events`` looks in Kafka: string keys (user_id), JSON values."""
-    from sinks.kafka import KafkaTopic
+    from deltastreams.sinks.kafka import KafkaTopic
 
     return KafkaTopic(bootstrap_servers, INPUT_TOPIC, key_format="string", value_format="json", key_type=pa.string(), value_type=VALUE_TYPE)
 
@@ -147,7 +147,7 @@ def generate_to_kafka(
     """Produce to the Kafka topic ``pageview-events`` (created with ``partitions`` if missing) the
     events :func:`generate` appends to the Delta topic for the same arguments: same keys, values
     (as JSON), timestamps and partitions."""
-    from sinks.kafka import create_kafka_topic, end_offsets, produce
+    from deltastreams.sinks.kafka import create_kafka_topic, end_offsets, produce
 
     topic = kafka_input_topic(bootstrap_servers)
     partitions = create_kafka_topic(topic, partitions)
@@ -170,7 +170,7 @@ def generate_steady(
     status_file: str | None = None,
 ) -> SteadyProgress:
     """Append ``rate`` pageviews a second, stamped with the time of their append, for
-    ``duration_s`` or until SIGTERM/SIGINT (see :mod:`jobs.steady`); ``status_file`` is rewritten
+    ``duration_s`` or until SIGTERM/SIGINT (see :mod:`deltastreams.jobs.steady`); ``status_file`` is rewritten
     with the progress about once a second."""
     generator = SteadyGenerator(
         input_topic(root, partitions), rate, duration_s=duration_s, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, seed=seed
@@ -185,7 +185,7 @@ def generate_steady(
 
 def input_topic(root: str, partitions: int = 2):
     """The ``pageview-events`` topic under ``root``, created (keyed by user_id) if missing."""
-    from sinks import Topic, create_topic
+    from deltastreams.sinks import Topic, create_topic
 
     if Topic.exists(root, INPUT_TOPIC):
         return Topic.open(root, INPUT_TOPIC)
@@ -201,7 +201,7 @@ RESULT_COLUMNS = ["category", "window_start", "window_end", "count"]
 
 def read_results(root: str, *, raw: bool = False) -> pa.Table:
     """The output topic: every committed record (``raw``), or the latest revision per window."""
-    from sinks import Topic
+    from deltastreams.sinks import Topic
 
     if Topic.exists(root, OUTPUT_TOPIC):
         table = Topic.open(root, OUTPUT_TOPIC).read()
@@ -265,7 +265,7 @@ def _storage_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _use_storage_settings(args: argparse.Namespace) -> None:
-    from sinks import require_reachable, use_storage_options
+    from deltastreams.sinks import require_reachable, use_storage_options
 
     settings = {"application_id": APPLICATION_ID, "root": args.root}
     for item in args.set or ():
@@ -278,7 +278,7 @@ def _use_storage_settings(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.pageview", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.pageview", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
 
     describe = commands.add_parser("describe", help="print the topology description")
@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--config", default=None, help="a TOML file of settings")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any setting of conf/defaults.toml")
     run.add_argument("--log-file", default=None, help="where details go (default: <state_dir>/<application_id>/logs/)")
-    run.add_argument("--metrics-file", help="append one JSON line per committed micro-batch to this file (for tools: jobs.soak)")
+    run.add_argument("--metrics-file", help="append one JSON line per committed micro-batch to this file (for tools: deltastreams.jobs.soak)")
     run.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics while the job runs (docs/metrics.md; metrics_port)")
     run.add_argument("--kafka", metavar="HOST:PORT", help="read pageview-events from this Kafka cluster (everything else stays under --root)")
     run.add_argument(
@@ -349,8 +349,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _add_operations_commands(commands) -> None:
-    """``status`` and ``reset`` (:mod:`jobs.operations_cli`), for this job's topology."""
-    from jobs.operations_cli import add_reset_command, add_status_command
+    """``status`` and ``reset`` (:mod:`deltastreams.jobs.operations_cli`), for this job's topology."""
+    from deltastreams.jobs.operations_cli import add_reset_command, add_status_command
 
     for parser in (add_status_command(commands, APPLICATION_ID), add_reset_command(commands, APPLICATION_ID)):
         parser.add_argument("--kafka", metavar="HOST:PORT", help="the application reads pageview-events from this Kafka cluster")
@@ -358,7 +358,7 @@ def _add_operations_commands(commands) -> None:
 
 
 def _operations_command(args: argparse.Namespace) -> int:
-    from jobs.operations_cli import run_reset, run_status
+    from deltastreams.jobs.operations_cli import run_reset, run_status
 
     def topology() -> Topology:
         return build_topology(window_ms=args.window_ms, grace_ms=args.grace_ms, min_duration_s=args.min_duration_s, emit=args.emit, hops=args.hops)
@@ -415,8 +415,8 @@ def _command(args: argparse.Namespace) -> int:
         )
         print(f"appended {n:,} events to {INPUT_TOPIC} under {args.root}", file=sys.stderr)
     elif args.command == "run":
-        from streams.app import StreamsApp
-        from streams.console import run_from_terminal
+        from deltastreams.streams.app import StreamsApp
+        from deltastreams.streams.console import run_from_terminal
 
         topology = build_topology(
             window_ms=args.window_ms, grace_ms=args.grace_ms, min_duration_s=args.min_duration_s, emit=args.emit, functions=args.functions, hops=args.hops,

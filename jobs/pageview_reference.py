@@ -9,7 +9,7 @@ Kafka compatibility is tested on its own):
 3. per repartition partition (task), stream time is the running maximum timestamp; a record
    counts for its window [start, start + size) unless start + size + grace <= stream time.
 
-Two peers of the benchmark (``jobs.bench_peers``) apply the same rule in an order or at a
+Two peers of the benchmark (``deltastreams.jobs.bench_peers``) apply the same rule in an order or at a
 granularity of their own, and get an expectation of their own from the same input:
 - Kafka Streams on a live broker: the order of step 2 is whatever order the upstream tasks'
   writes reached each repartition partition. :func:`kafka_streams_counts` checks that order
@@ -26,7 +26,7 @@ import heapq
 import numpy as np
 import pandas as pd
 
-from sinks import open_table, partition_for
+from deltastreams.sinks import open_table, partition_for
 
 
 def final_counts(events: pd.DataFrame, *, window_ms: int, grace_ms: int, min_duration_s: int = 30, partitions: int = 3) -> pd.DataFrame:
@@ -102,7 +102,7 @@ def spark_counts(events: pd.DataFrame, batch_ids: list[int], *, window_ms: int, 
     batch: the micro-batch that read it), given every micro-batch id the query ran (those without
     data too). Also the watermark (ms) of each batch and how many rows Spark drops as late.
 
-    Spark's rule (measured on Spark 4.2, see the module docstring of ``jobs.peers.spark_pageview``):
+    Spark's rule (measured on Spark 4.2, see the module docstring of ``deltastreams.jobs.peers.spark_pageview``):
     the watermark of batch ``b`` is the largest event time of the rows of batches before ``b``
     minus the delay (the grace), never lower than the batch before's, 0 at first; a row of batch
     ``b`` is dropped as late when its window's end is at or before the watermark of batch ``b - 1``

@@ -1,12 +1,12 @@
 """The pageview computation as a plain Spark Structured Streaming job, for the benchmark's
 whole-process comparison: what a Spark user would run instead of deltastreams.
 
-    python -m jobs.plain_pageview --root R --events N [--commit-interval-ms 1000] [--max-records-per-batch N]
+    python -m deltastreams.jobs.plain_pageview --root R --events N [--commit-interval-ms 1000] [--max-records-per-batch N]
 
 Reads the input topic's Parquet files with Spark's file source, counts per (5 s window, category)
 with a watermark of the grace period, RocksDB state store, update mode, and appends each batch's
 updates to a Delta table; exits once all ``--events`` input rows are processed (see
-``jobs.bench_baselines.plain_structured_streaming``).
+``deltastreams.jobs.bench_baselines.plain_structured_streaming``).
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from conf import StreamsConfig
-from conf.errors import DeltaStreamsError
-from jobs.bench_baselines import plain_structured_streaming
-from jobs.roots import require_root
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import DeltaStreamsError
+from deltastreams.jobs.bench_baselines import plain_structured_streaming
+from deltastreams.jobs.roots import require_root
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.plain_pageview", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.plain_pageview", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", required=True)
     parser.add_argument("--events", type=int, required=True, help="input rows to process before exiting")
     parser.add_argument("--commit-interval-ms", type=int, default=1000)
@@ -33,9 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         require_root(args.root)
     except DeltaStreamsError as e:
-        print(f"error: {e} (generate the input first: python -m jobs.pageview generate --root ...)", file=sys.stderr)
+        print(f"error: {e} (generate the input first: python -m deltastreams.jobs.pageview generate --root ...)", file=sys.stderr)
         return 1
-    from streams.runtime import spark_session
+    from deltastreams.streams.runtime import spark_session
 
     spark = spark_session(StreamsConfig.load({"application_id": "plain-pageview"}))
     seconds = plain_structured_streaming(

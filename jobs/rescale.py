@@ -1,10 +1,10 @@
 """Rescale a stopped application's repartition topics and changelogs to N partitions (Kafka Streams
-cannot without a reset): see :mod:`streams.rescale` for what moves and why it is crash-safe.
+cannot without a reset): see :mod:`deltastreams.streams.rescale` for what moves and why it is crash-safe.
 
-    python -m jobs.rescale --root /tmp/pv --application-id pageview --partitions 6
+    python -m deltastreams.jobs.rescale --root /tmp/pv --application-id pageview --partitions 6
 
 ``--topology module:function`` builds the application's topology (default: the pageview job's,
-``jobs.pageview:build_topology``); the rescale needs it to know the stores and who reads what.
+``deltastreams.jobs.pageview:build_topology``); the rescale needs it to know the stores and who reads what.
 Running the command again after a crash (or a kill -9) finishes what the first run started; the
 application refuses to start until then.
 """
@@ -16,9 +16,9 @@ import importlib
 import json
 import sys
 
-from conf import StreamsConfig
-from streams.errors import DeltaStreamsError
-from streams.rescale import rescale
+from deltastreams.conf import StreamsConfig
+from deltastreams.streams.errors import DeltaStreamsError
+from deltastreams.streams.rescale import rescale
 
 
 def load_topology(spec: str):
@@ -29,11 +29,11 @@ def load_topology(spec: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.rescale", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.rescale", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", required=True)
     parser.add_argument("--application-id", required=True)
     parser.add_argument("--partitions", type=int, required=True, help="the new partition count of the repartition topics and their readers' changelogs")
-    parser.add_argument("--topology", default="jobs.pageview:build_topology", help="module:function returning the application's topology")
+    parser.add_argument("--topology", default="deltastreams.jobs.pageview:build_topology", help="module:function returning the application's topology")
     parser.add_argument("--min-idle-s", type=float, default=10.0, help="refuse if the application committed within this many seconds (it looks running)")
     args = parser.parse_args(argv)
     config = StreamsConfig.load({"application_id": args.application_id, "root": args.root})

@@ -1,10 +1,10 @@
 """Reset any application under a root to reprocess its input (Kafka's
-``kafka-streams-application-reset``; :mod:`streams.reset`): move every input topic's position,
+``kafka-streams-application-reset``; :mod:`deltastreams.streams.reset`): move every input topic's position,
 delete the internal topics, changelogs and local state; output topics are kept.
 
-    python -m jobs.reset --root /tmp/pv --application-id pageview --to-earliest
-    python -m jobs.reset --root /tmp/pv --application-id pageview --to-timestamp 2026-11-26T10:00:00Z
-    python -m jobs.reset --root /tmp/pv --application-id pageview --to-version pageview-events=3
+    python -m deltastreams.jobs.reset --root /tmp/pv --application-id pageview --to-earliest
+    python -m deltastreams.jobs.reset --root /tmp/pv --application-id pageview --to-timestamp 2026-11-26T10:00:00Z
+    python -m deltastreams.jobs.reset --root /tmp/pv --application-id pageview --to-version pageview-events=3
 
 The application must be stopped (it refuses while an instance's heartbeat is fresh; ``--force``
 for one known dead). Killed in the middle, run the same command again: it finishes; the
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import sys
 
-from jobs.operations_cli import main_for
+from deltastreams.jobs.operations_cli import main_for
 
 
 def main(argv: list[str] | None = None) -> int:
-    return main_for("python -m jobs.reset", __doc__, argv, "reset")
+    return main_for("python -m deltastreams.jobs.reset", __doc__, argv, "reset")
 
 
 if __name__ == "__main__":

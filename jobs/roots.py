@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conf.errors import ConfigError
+from deltastreams.conf.errors import ConfigError
 
 
 def require_root(root: str | Path) -> None:
     """Raise a ConfigError unless something was generated or run under ``root``. An object-store
     root is listed with the process's storage options (set them first), after the bucket and the
-    credentials are checked (:func:`sinks.require_reachable`)."""
-    from sinks import require_reachable, root_has_topics
+    credentials are checked (:func:`deltastreams.sinks.require_reachable`)."""
+    from deltastreams.sinks import require_reachable, root_has_topics
 
     require_reachable(str(root))
     if not root_has_topics(root):

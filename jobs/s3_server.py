@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.process_tree import terminate
+from deltastreams.jobs.process_tree import terminate
 
 ACCESS_KEY = "deltastreams"
 SECRET_KEY = "deltastreams-secret"
@@ -100,7 +100,7 @@ class S3Server:
         cls, bucket: str = BUCKET, timeout_s: float = 30.0, *, host: str = "127.0.0.1", directory: Path | None = None, launcher: tuple[str, ...] = ()
     ) -> S3Server:
         """On loopback by default. ``host``, ``directory`` and ``launcher`` are for a server on
-        another address that outlives this process (jobs.test_cluster: in a network namespace of its
+        another address that outlives this process (deltastreams.jobs.test_cluster: in a network namespace of its
         own, started through ``launcher`` = ``ip netns exec <ns>``, its data and log kept in
         ``directory``, which the caller removes)."""
         binary = weed_binary()
@@ -208,7 +208,7 @@ def download(filesystem, uri: str, directory: str | Path) -> None:
 
 
 def main() -> int:
-    """``python -m jobs.s3_server``: a SeaweedFS on loopback for trying an ``s3://`` root by hand
+    """``python -m deltastreams.jobs.s3_server``: a SeaweedFS on loopback for trying an ``s3://`` root by hand
     (the README's cluster recipe). Prints the root and the environment to use, runs until SIGTERM
     or Ctrl-C; its data goes when it stops."""
     server = S3Server.start()

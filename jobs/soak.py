@@ -1,19 +1,19 @@
 """Soak test of the pageview job: a steady input for N minutes, then whether the job ran flat.
 
-    python -m jobs.soak --minutes 10                          # 5,000 events/s, commits every 100 ms
-    python -m jobs.soak --minutes 3 --rate 2000 --root /tmp/soak --set caching=false
+    python -m deltastreams.jobs.soak --minutes 10                          # 5,000 events/s, commits every 100 ms
+    python -m deltastreams.jobs.soak --minutes 3 --rate 2000 --root /tmp/soak --set caching=false
 
-On a fresh root, starts ``python -m jobs.pageview generate --rate`` and then ``python -m
-jobs.pageview run --metrics-file`` as separate processes, the way a user would. Once the job has
+On a fresh root, starts ``python -m deltastreams.jobs.pageview generate --rate`` and then ``python -m
+deltastreams.jobs.pageview run --metrics-file`` as separate processes, the way a user would. Once the job has
 committed its first micro-batch, the soak runs for ``--minutes`` and samples every minute (runs
 under 10 minutes: ten samples) and at the end: batch wall times of the interval (median, p95,
 from the metrics file), files and bytes under ``topics/`` per kind of topic, transaction-log
 versions, files under the Spark checkpoints and the local state, resident memory of the driver,
 its JVM and every other process of the job (Spark's Python daemon and workers, task hosts: see
-:mod:`jobs.process_tree`), the generator's progress and the job's lag behind it. It prints a row
+:mod:`deltastreams.jobs.process_tree`), the generator's progress and the job's lag behind it. It prints a row
 per sample, stops the generator and the job with SIGTERM (the job stops between micro-batches;
 the soak checks that it exited 0 and left no process behind), prints the verdict
-(:mod:`jobs.soak_verdict`) and writes everything to ``<root>/soak-report.json``; the logs of
+(:mod:`deltastreams.jobs.soak_verdict`) and writes everything to ``<root>/soak-report.json``; the logs of
 both processes and the job's metrics file stay under the root.
 
 Exit code: 0 when every check passed, 1 when one failed or could not be decided, 2 when the soak
@@ -35,12 +35,12 @@ from pathlib import Path
 
 import numpy as np
 
-from conf import StreamsConfig
-from conf.errors import DeltaStreamsError
-from jobs import soak_verdict as verdict
-from jobs.pageview import APPLICATION_ID, INPUT_TOPIC, build_topology
-from jobs.process_tree import ProcessInfo, all_processes, job_processes, still_running, terminate
-from jobs.soak_probe import BatchLog, memory, storage
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import DeltaStreamsError
+from deltastreams.jobs import soak_verdict as verdict
+from deltastreams.jobs.pageview import APPLICATION_ID, INPUT_TOPIC, build_topology
+from deltastreams.jobs.process_tree import ProcessInfo, all_processes, job_processes, still_running, terminate
+from deltastreams.jobs.soak_probe import BatchLog, memory, storage
 
 STARTUP_TIMEOUT_S = 300.0
 GENERATOR_STOP_S = 30.0
@@ -120,7 +120,7 @@ class Soak:
         with log_path.open("ab") as log_file:
             # A session of its own: a Ctrl-C on the soak's terminal reaches the soak only, which
             # then stops both processes the way it does at the end.
-            return subprocess.Popen([sys.executable, "-m", "jobs.pageview", *args], stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            return subprocess.Popen([sys.executable, "-m", "deltastreams.jobs.pageview", *args], stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def start(self) -> None:
         s = self.settings
@@ -293,7 +293,7 @@ def judge(soak: Soak, stop: dict) -> tuple[list[verdict.Check], dict, verdict.Wi
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.soak", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.soak", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, required=True, help="how long to run after the job's first micro-batch (fractions allowed)")
     parser.add_argument("--rate", type=int, default=5000, help="input events per second")
     parser.add_argument("--commit-interval-ms", type=int, default=100)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.process_tree import ProcessInfo, job_processes
+from deltastreams.jobs.process_tree import ProcessInfo, job_processes
 
 TOPIC_KINDS = ("input", "repartition", "changelog", "sink")
 _VERSION_FILE = re.compile(r"^(\d{20})\.json$")
@@ -119,7 +119,7 @@ def process_role(info: ProcessInfo, driver_pid: int, processes: dict[int, Proces
     program = os.path.basename(info.command.split(" ", 1)[0]) if info.command else ""
     if program == "java":
         return "jvm"
-    if "streams._internal.runtime.task_host" in info.command:
+    if "deltastreams.streams._internal.runtime.task_host" in info.command:
         return "task-host"
     if "pyspark.daemon" in info.command:
         parent = processes.get(info.ppid)

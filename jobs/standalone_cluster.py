@@ -5,7 +5,7 @@ Every port is chosen by the process that binds it (``--port 0``) and read back f
 two clusters (or a cluster and anything else) cannot collide. Used by the cluster test and by
 hand::
 
-    python -m jobs.standalone_cluster --workers 2      # prints the master URL; Ctrl-C stops it
+    python -m deltastreams.jobs.standalone_cluster --workers 2      # prints the master URL; Ctrl-C stops it
 
 The master's log says ``Launching executor ... on worker ...`` when an application really runs
 there; each executor logs to ``<work_dir>/<app id>/<executor id>/stderr``.
@@ -126,7 +126,7 @@ def wait_for_line(log: Path, pattern: re.Pattern, process: subprocess.Popen) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.standalone_cluster", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.standalone_cluster", description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--worker-memory", default="2g")
     parser.add_argument("--dir", help="logs and work directories (default: a new temporary directory)")

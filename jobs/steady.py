@@ -4,12 +4,12 @@ Every tick (100 ms) appends the events due since the start (``rate x elapsed``) 
 already appended, stamped with the wall-clock time of the append (ms), a share of them delayed by
 up to ``max_lateness_ms``. An append that overruns its tick makes the next one larger rather than
 letting the schedule drift, so the rate holds on a loaded machine; with a duration, the last
-append brings the total to exactly ``rate x duration``. Used by ``python -m jobs.pageview generate
+append brings the total to exactly ``rate x duration``. Used by ``python -m deltastreams.jobs.pageview generate
 --rate``, the latency benchmarks and the soak test.
 
 Where the events go is an :class:`Appender`: a Delta topic (:class:`TopicAppender`, what a Topic
 given to :class:`SteadyGenerator` becomes) or whatever else a benchmark feeds (a Kafka topic, a
-plain Delta table: ``jobs.peers.inputs``).
+plain Delta table: ``deltastreams.jobs.peers.inputs``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from jobs.pageview_data import generate_events
-from sinks import Topic
+from deltastreams.jobs.pageview_data import generate_events
+from deltastreams.sinks import Topic
 
 TICK_S = 0.1
 

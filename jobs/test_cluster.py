@@ -1,10 +1,10 @@
 """A test cluster of several hosts on one machine: every host in a network namespace of its own
 (``ip netns``), with its own address, its own local directories and its own processes.
 
-    python -m jobs.test_cluster up [--dir D] [--workers 3]   # starts it, prints the state, returns
-    python -m jobs.test_cluster status [--dir D]
-    python -m jobs.test_cluster kill-host N [--dir D] [--cut-link]   # N: a worker (1..3), or driver|master|s3
-    python -m jobs.test_cluster down [--dir D]
+    python -m deltastreams.jobs.test_cluster up [--dir D] [--workers 3]   # starts it, prints the state, returns
+    python -m deltastreams.jobs.test_cluster status [--dir D]
+    python -m deltastreams.jobs.test_cluster kill-host N [--dir D] [--cut-link]   # N: a worker (1..3), or driver|master|s3
+    python -m deltastreams.jobs.test_cluster down [--dir D]
 
 The hosts (``<id>`` is a short random suffix, so two clusters can coexist on one machine):
 
@@ -12,7 +12,7 @@ The hosts (``<id>`` is a short random suffix, so two clusters can coexist on one
 host           namespace / address         runs
 =============  ==========================  ===================================================
 (root)         bridge ``dstc<id>``, ``.1``  nothing: the machine's own namespace, on the bridge
-``s3``         ``dstc-<id>-s3``, ``.2``     the object store (SeaweedFS, jobs.s3_server)
+``s3``         ``dstc-<id>-s3``, ``.2``     the object store (SeaweedFS, deltastreams.jobs.s3_server)
 ``master``     ``dstc-<id>-master``, ``.3`` the Spark standalone master (port 7077, UI 8080)
 ``driver``     ``dstc-<id>-driver``, ``.4`` whatever :meth:`MultiHostCluster.on_driver` runs
 ``worker-N``   ``dstc-<id>-wN``, ``.10+N``  a one-core Spark worker (and, later, its executors)
@@ -57,10 +57,10 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from conf import storage
-from jobs import s3_server
-from jobs.s3_server import S3Server
-from jobs.standalone_cluster import MASTER_URL_LINE, WORKER_REGISTERED_LINE, spark_class, spark_home, wait_for_line
+from deltastreams.conf import storage
+from deltastreams.jobs import s3_server
+from deltastreams.jobs.s3_server import S3Server
+from deltastreams.jobs.standalone_cluster import MASTER_URL_LINE, WORKER_REGISTERED_LINE, spark_class, spark_home, wait_for_line
 
 PREFIX = "dstc"
 MASTER_PORT, MASTER_UI_PORT, WORKER_UI_PORT = 7077, 8080, 8081
@@ -560,7 +560,7 @@ def _directory(args: argparse.Namespace) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.test_cluster", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.test_cluster", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="create the hosts and start the store, the master and the workers; returns when they are ready")
     up.add_argument("--dir", help="state, logs and the hosts' directories (default: a new temporary directory)")

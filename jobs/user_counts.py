@@ -1,13 +1,13 @@
 """Pageviews counted per user: a job whose state is as large as its key space (100k users by
 default), for what state costs on a cluster: where each task's stores are, what a moved task
-reads back, how a standby copy helps (:mod:`jobs.cluster_locality`).
+reads back, how a standby copy helps (:mod:`deltastreams.jobs.cluster_locality`).
 
-    python -m jobs.user_counts run --root R --partitions 6 --until-caught-up --metrics-file m.jsonl
-    python -m jobs.user_counts check --root R     # the counts against the input, independently
-    python -m jobs.user_counts status --root R    # or reset --root R --to-earliest (docs/operations.md)
+    python -m deltastreams.jobs.user_counts run --root R --partitions 6 --until-caught-up --metrics-file m.jsonl
+    python -m deltastreams.jobs.user_counts check --root R     # the counts against the input, independently
+    python -m deltastreams.jobs.user_counts status --root R    # or reset --root R --to-earliest (docs/operations.md)
 
 The topology: ``pageview-events`` (keyed by user) -> repartition (``--partitions`` tasks) ->
-``group_by_key().count()`` -> ``user-view-counts``. Input comes from ``python -m jobs.pageview
+``group_by_key().count()`` -> ``user-view-counts``. Input comes from ``python -m deltastreams.jobs.pageview
 generate``. ``check`` reads both topics with delta-rs alone (no project code) and compares each
 user's last count with the number of that user's events: exactly once, or it exits 1.
 """
@@ -22,14 +22,14 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake.exceptions import TableNotFoundError
 
-from conf import StreamsConfig
-from conf.errors import DeltaStreamsError
-from jobs.operations_cli import add_reset_command, add_status_command, run_operations_command
-from jobs.pageview import INPUT_TOPIC, VALUE_TYPE
-from jobs.roots import require_root
-from sinks import use_storage_options
-from streams import StreamsBuilder
-from topology.graph import Topology
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import DeltaStreamsError
+from deltastreams.jobs.operations_cli import add_reset_command, add_status_command, run_operations_command
+from deltastreams.jobs.pageview import INPUT_TOPIC, VALUE_TYPE
+from deltastreams.jobs.roots import require_root
+from deltastreams.sinks import use_storage_options
+from deltastreams.streams import StreamsBuilder
+from deltastreams.topology.graph import Topology
 
 APPLICATION_ID = "user-counts"
 OUTPUT_TOPIC = "user-view-counts"
@@ -86,7 +86,7 @@ def mismatches(root: str, storage_options: dict[str, str] | None = None) -> list
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.user_counts", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.user_counts", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the job")
     run.add_argument("--root", required=True)
@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("status", "reset"):
         return run_operations_command(args, build_topology)
     if args.command == "run":
-        from streams.app import StreamsApp
-        from streams.console import run_from_terminal
+        from deltastreams.streams.app import StreamsApp
+        from deltastreams.streams.console import run_from_terminal
 
         app = StreamsApp(build_topology(), config_from(args))
         if args.metrics_file:

@@ -1,9 +1,9 @@
 """The log: Delta topics (creating them, appending records with Kafka's partitioner, reading them
 back in offset order, or the files a range of versions added), their data files, and the
-exactly-once protocol's transaction log (:mod:`sinks.transaction`)."""
+exactly-once protocol's transaction log (:mod:`deltastreams.sinks.transaction`)."""
 
-from sinks._internal.delta_log import commit_files, end_offsets, files_added, latest_version, read_commit, snapshot_files
-from sinks._internal.files import (
+from deltastreams.sinks._internal.delta_log import commit_files, end_offsets, files_added, latest_version, read_commit, snapshot_files
+from deltastreams.sinks._internal.files import (
     DataFile,
     delete_file,
     filesystem_for,
@@ -14,9 +14,9 @@ from sinks._internal.files import (
     write_partition_file,
     write_staged_file,
 )
-from sinks._internal.commit_probe import require_exclusive_commits
-from sinks._internal.log_commit import KnownVersion, append_at, checkpoint_if_due, checkpoint_interval, commit_rewrite
-from sinks._internal.storage import (
+from deltastreams.sinks._internal.commit_probe import require_exclusive_commits
+from deltastreams.sinks._internal.log_commit import KnownVersion, append_at, checkpoint_if_due, checkpoint_interval, commit_rewrite
+from deltastreams.sinks._internal.storage import (
     create_table,
     current_storage_options,
     is_object_store,
@@ -25,8 +25,8 @@ from sinks._internal.storage import (
     table_exists,
     use_storage_options,
 )
-from sinks.partitioner import murmur2, partition_for, partitions_for
-from sinks.topics import AppendResult, Topic, TopicLayout, check_expected_types, create_topic, create_topic_with_layout, root_has_topics, topic_uri
+from deltastreams.sinks.partitioner import murmur2, partition_for, partitions_for
+from deltastreams.sinks.topics import AppendResult, Topic, TopicLayout, check_expected_types, create_topic, create_topic_with_layout, root_has_topics, topic_uri
 
 __all__ = [
     "AppendResult",

@@ -19,10 +19,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from conf.errors import ConfigError, TopicError, TopicNotFoundError
-from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP
-from sinks.partitioner import partitions_for
-from sinks.serde import HEADERS, HEADERS_TYPE
+from deltastreams.conf.errors import ConfigError, TopicError, TopicNotFoundError
+from deltastreams.sinks._internal.files import OFFSET, PARTITION, TIMESTAMP
+from deltastreams.sinks.partitioner import partitions_for
+from deltastreams.sinks.serde import HEADERS, HEADERS_TYPE
 
 KEY, VALUE, REJECTED = "key", "value", "_rejected"
 FORMATS = ("bytes", "string", "json", "long", "int")

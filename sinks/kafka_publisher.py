@@ -24,10 +24,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from conf.errors import TopicError
-from sinks.kafka import KafkaTopic, encode, producer_settings
-from sinks.partitioner import partitions_for
-from sinks.serde import HEADERS
+from deltastreams.conf.errors import TopicError
+from deltastreams.sinks.kafka import KafkaTopic, encode, producer_settings
+from deltastreams.sinks.partitioner import partitions_for
+from deltastreams.sinks.serde import HEADERS
 
 NO_BATCH = -1
 _START = struct.Struct(">q")

@@ -2,7 +2,7 @@
 
 ``partition = (murmur2(key bytes) & 0x7fffffff) % num_partitions``, with ``murmur2`` exactly
 Kafka's ``Utils.murmur2`` (a signed 32-bit result) and key bytes as Kafka's serializers produce
-them (see :mod:`sinks.serde`). Never Python's ``hash()``, which is salted per process.
+them (see :mod:`deltastreams.sinks.serde`). Never Python's ``hash()``, which is salted per process.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sinks.serde import key_bytes
+from deltastreams.sinks.serde import key_bytes
 
 _SEED = 0x9747B28C
 _M = 0x5BD1E995

@@ -10,7 +10,7 @@ What every step keeps true:
   off. If anything else committed since, nothing changes: the result says ``conflict``, the
   files the step wrote are deleted, and the caller tries again next cycle.
 - Rewritten files (compaction, optimize) are added with ``dataChange = false``, so incremental
-  readers (:func:`sinks._internal.delta_log.files_added`) never read their records again.
+  readers (:func:`deltastreams.sinks._internal.delta_log.files_added`) never read their records again.
 - No step deletes a file the log references. Removed files stay on disk for ``removed_delay``
   (readers of older versions, slow or zombie, may still read them) and files of decided batches
   stay until published; only :func:`delete_unreferenced` deletes data files, and
@@ -33,15 +33,15 @@ from enum import Enum
 import pyarrow as pa
 from deltalake import DeltaTable
 
-from conf.errors import RetentionError
-from sinks._internal.compaction import compact_rows
-from sinks._internal.delta_log import files_added, snapshot_files, table_location
-from sinks._internal.exclusive import by_partition, commit_actions, remove_actions, rewrite_actions, set_properties
-from sinks._internal.files import PARTITION, DataFile, data_files, delete_file, read_rows, write_partition_file
-from sinks._internal.log_commit import checkpoint_interval, delete_info, optimize_info
-from sinks._internal.log_files import delete_files, list_log, removed_files
-from sinks.topics import TopicLayout
-from sinks.transaction import DecidedBatch, TransactionLog
+from deltastreams.conf.errors import RetentionError
+from deltastreams.sinks._internal.compaction import compact_rows
+from deltastreams.sinks._internal.delta_log import files_added, snapshot_files, table_location
+from deltastreams.sinks._internal.exclusive import by_partition, commit_actions, remove_actions, rewrite_actions, set_properties
+from deltastreams.sinks._internal.files import PARTITION, DataFile, data_files, delete_file, read_rows, write_partition_file
+from deltastreams.sinks._internal.log_commit import checkpoint_interval, delete_info, optimize_info
+from deltastreams.sinks._internal.log_files import delete_files, list_log, removed_files
+from deltastreams.sinks.topics import TopicLayout
+from deltastreams.sinks.transaction import DecidedBatch, TransactionLog
 
 log = logging.getLogger(__name__)
 
@@ -256,7 +256,7 @@ def compact_changelog(
 ) -> RetentionResult:
     """Compact every partition with at least ``min_files`` files: all its files but the newest
     (Kafka's active segment) become one file holding the last record of each key at its
-    original offset, minus keys the newest file writes again (:mod:`sinks._internal.compaction`).
+    original offset, minus keys the newest file writes again (:mod:`deltastreams.sinks._internal.compaction`).
     A tombstone is dropped once its partition's stream time (largest record timestamp) is
     ``tombstone_retention`` past it; the clean watermark rises then, and is committed *before*
     the rewrite, so it is never lower than the log needs (a crash in between only makes some

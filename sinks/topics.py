@@ -27,12 +27,12 @@ import pyarrow.fs as pafs
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
-from sinks._internal import delta_log
-from sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, delete_file, filesystem_for, read_data_file, under_root, write_partition_file
-from sinks._internal.storage import create_table, open_table, table_exists
-from sinks.partitioner import partitions_for
-from sinks.serde import HEADERS, HEADERS_TYPE
-from conf.errors import RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError, UnreadableFileError
+from deltastreams.sinks._internal import delta_log
+from deltastreams.sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, delete_file, filesystem_for, read_data_file, under_root, write_partition_file
+from deltastreams.sinks._internal.storage import create_table, open_table, table_exists
+from deltastreams.sinks.partitioner import partitions_for
+from deltastreams.sinks.serde import HEADERS, HEADERS_TYPE
+from deltastreams.conf.errors import RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError, UnreadableFileError
 
 WINDOW_START = "window_start"
 WINDOW_END = "window_end"
@@ -303,7 +303,7 @@ class Topic:
         except (ValueError, KeyError) as e:
             raise SchemaMismatchError(
                 f"the Delta table at {uri} is not a deltastreams topic (its description holds no topic layout: {e}); "
-                "create topics with sinks.create_topic",
+                "create topics with deltastreams.sinks.create_topic",
                 topic=name,
             ) from None
         return cls(name, uri, layout)

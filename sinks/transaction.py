@@ -26,11 +26,11 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
-from sinks._internal import log_commit
-from sinks._internal.delta_log import commit_files, read_commit
-from sinks._internal.files import DataFile
-from sinks._internal.storage import create_table, open_table, table_exists
-from conf.errors import CommitError, ProducerFencedError
+from deltastreams.sinks._internal import log_commit
+from deltastreams.sinks._internal.delta_log import commit_files, read_commit
+from deltastreams.sinks._internal.files import DataFile
+from deltastreams.sinks._internal.storage import create_table, open_table, table_exists
+from deltastreams.conf.errors import CommitError, ProducerFencedError
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +207,7 @@ class TransactionLog:
 
     def _commit(self, entry: str, txn: tuple[str, int], read_version: int, *, with_properties: bool = False) -> bool:
         """One exclusive commit of ``entry`` after ``read_version``; False if that version is
-        taken. Written directly (:mod:`sinks._internal.log_commit`): delta-rs' commit of the same
+        taken. Written directly (:mod:`deltastreams.sinks._internal.log_commit`): delta-rs' commit of the same
         entry lists and reloads the log, 20-40 ms a decided batch."""
         actions = [log_commit.txn(*txn)]
         properties = with_properties and bool(self._pending_properties)

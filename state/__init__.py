@@ -2,13 +2,13 @@
 views (window stores, the suppression buffer), read-only views for queries, and a task's stores
 kept caught up with their committed changelogs."""
 
-from state._internal.changelogging import ChangeLoggingStore
-from state._internal.memory import InMemoryKeyValueStore
-from state._internal.rocksdb import RocksDBKeyValueStore, StoreCorruptedError
-from state.restore import apply_changelog
-from state.stores import ChangelogEntry, KeyValueStore, ReadOnlyKeyValueStore, ReadOnlyWindowStore
-from state.task_stores import APPLIED_OFFSET, ChangelogPosition, RestoreStats, TaskStores, read_changelog, replay
-from state.window import NO_STREAM_TIME, TimeKeyedStore
+from deltastreams.state._internal.changelogging import ChangeLoggingStore
+from deltastreams.state._internal.memory import InMemoryKeyValueStore
+from deltastreams.state._internal.rocksdb import RocksDBKeyValueStore, StoreCorruptedError
+from deltastreams.state.restore import apply_changelog
+from deltastreams.state.stores import ChangelogEntry, KeyValueStore, ReadOnlyKeyValueStore, ReadOnlyWindowStore
+from deltastreams.state.task_stores import APPLIED_OFFSET, ChangelogPosition, RestoreStats, TaskStores, read_changelog, replay
+from deltastreams.state.window import NO_STREAM_TIME, TimeKeyedStore
 
 __all__ = [
     "APPLIED_OFFSET",

@@ -33,7 +33,7 @@ import struct
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from state._internal.ordered import get_long, pack_long, pack_time, purge_indexed, unpack_long, unpack_time
+from deltastreams.state._internal.ordered import get_long, pack_long, pack_time, purge_indexed, unpack_long, unpack_time
 
 _LEN = struct.Struct(">I")
 _OBSERVED_KEY = b"\xff\xffobserved-stream-time"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from state.stores import ChangelogEntry, KeyValueStore
+from deltastreams.state.stores import ChangelogEntry, KeyValueStore
 
 
 def apply_changelog(

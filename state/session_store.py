@@ -18,7 +18,7 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
-from state._internal.ordered import get_long, pack_long, pack_time, purge_indexed, unpack_time
+from deltastreams.state._internal.ordered import get_long, pack_long, pack_time, purge_indexed, unpack_time
 
 _LEN = struct.Struct(">I")
 _OBSERVED_KEY = b"\xff\xffobserved-stream-time"

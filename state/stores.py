@@ -1,8 +1,8 @@
 """The store contracts.
 
 A store maps ``bytes`` keys to ``bytes`` values, in key order. Implementations: RocksDB (on the
-task's local disk, :class:`state.RocksDBKeyValueStore`) and in-memory (tests). The changelogging
-wrapper (:class:`state.ChangeLoggingStore`) records every change as a :class:`ChangelogEntry` and
+task's local disk, :class:`deltastreams.state.RocksDBKeyValueStore`) and in-memory (tests). The changelogging
+wrapper (:class:`deltastreams.state.ChangeLoggingStore`) records every change as a :class:`ChangelogEntry` and
 holds the batch's writes pending: they reach the store only as committed changelog entries.
 
 Queries see typed, read-only views (Kafka's ``ReadOnlyKeyValueStore`` and ``ReadOnlyWindowStore``),

@@ -2,7 +2,7 @@
 changelogs.
 
 Invariant: a local store holds a prefix of its committed changelog, never more. A batch's writes
-stay pending in memory (:class:`state.ChangeLoggingStore`) and never reach the store directly;
+stay pending in memory (:class:`deltastreams.state.ChangeLoggingStore`) and never reach the store directly;
 the store advances only from the committed changelog, when the next batch catches it up. So a
 crash at any point leaves the store at most behind, never ahead, and catching up is the same code
 as restoring: apply the changelog from the offset the store records (``applied-offset``) to the
@@ -33,10 +33,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sinks import DataFile, open_table, read_data_file, snapshot_files
-from state._internal.changelogging import ChangeLoggingStore
-from state._internal.rocksdb import RocksDBKeyValueStore, StoreCorruptedError
-from state.stores import ChangelogEntry
+from deltastreams.sinks import DataFile, open_table, read_data_file, snapshot_files
+from deltastreams.state._internal.changelogging import ChangeLoggingStore
+from deltastreams.state._internal.rocksdb import RocksDBKeyValueStore, StoreCorruptedError
+from deltastreams.state.stores import ChangelogEntry
 
 log = logging.getLogger(__name__)
 

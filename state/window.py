@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 
-from state.stores import ChangelogEntry
+from deltastreams.state.stores import ChangelogEntry
 
 _TIME = struct.Struct(">q")
 _STREAM_TIME_KEY = b"\xff\xffstream-time"

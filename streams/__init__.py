@@ -1,6 +1,6 @@
 """deltastreams: Kafka Streams' DSL on Spark, with Delta tables as the log.
 
->>> from streams import StreamsBuilder, TimeWindows
+>>> from deltastreams.streams import StreamsBuilder, TimeWindows
 >>> builder = StreamsBuilder()
 >>> (builder.stream("clicks").group_by_key().windowed_by(TimeWindows.of_size(5000))
 ...  .count().to_stream().to("click-counts"))
@@ -11,7 +11,7 @@ Topologies:
 ...
 """
 
-from conf.errors import (
+from deltastreams.conf.errors import (
     ConfigError,
     DeltaStreamsError,
     ProcessingError,
@@ -20,8 +20,8 @@ from conf.errors import (
     StateStoreError,
     TopologyError,
 )
-from streams.builder import StreamsBuilder
-from streams.dsl import (
+from deltastreams.streams.builder import StreamsBuilder
+from deltastreams.streams.dsl import (
     BranchedKStream,
     CogroupedKStream,
     GlobalKTable,
@@ -33,11 +33,11 @@ from streams.dsl import (
     TimeWindowedCogroupedKStream,
     TimeWindowedKStream,
 )
-from streams.options import Branched, Printed
-from streams.testing import TestRecord, TopologyTestDriver
-from streams.windows import BufferConfig, EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
-from topology.graph import Topology
-from topology.records import Windowed
+from deltastreams.streams.options import Branched, Printed
+from deltastreams.streams.testing import TestRecord, TopologyTestDriver
+from deltastreams.streams.windows import BufferConfig, EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
+from deltastreams.topology.graph import Topology
+from deltastreams.topology.records import Windowed
 
 __all__ = [
     "Branched",

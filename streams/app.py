@@ -10,7 +10,7 @@ positions live in the transaction logs (``<root>/transactions/<application_id>/`
 checkpoint is only a cache of the current run: each start gets a fresh one on the driver's local
 disk (``<state_dir>/<application_id>/checkpoints/``), and a lost or corrupt checkpoint costs
 nothing but a restart of the query. The driver watches the input topics and tells the query when
-there is input (:mod:`streams._internal.spark.ticks`). ``until_caught_up`` stops once all input
+there is input (:mod:`deltastreams.streams._internal.spark.ticks`). ``until_caught_up`` stops once all input
 present at start has been processed.
 """
 
@@ -22,37 +22,37 @@ import threading
 import time
 from pathlib import Path
 
-from conf import StreamsConfig
-from conf.errors import ConfigError, DeltaStreamsError, TopicNotFoundError, TopologyError
-from sinks import Topic, check_expected_types, is_object_store, require_exclusive_commits, require_reachable, root_has_topics, use_storage_options
-from streams._internal.runtime import task_host
-from streams._internal.runtime.checkpoints import fresh_checkpoint
-from streams._internal.runtime.committer import Committer
-from streams._internal.runtime.failures import Failure, explain, root_cause
-from streams._internal.runtime.idle import IdleClock, keeps_time
-from streams._internal.runtime.inputs import InputLog
-from streams._internal.runtime.kafka_sink import KafkaMirror
-from streams._internal.runtime.kafka_sources import KafkaSources
-from streams._internal.runtime.lifecycle import AppState, Lifecycle
-from streams._internal.runtime.metrics import InputView, MetricsEndpoint
-from streams._internal.runtime.plan import BatchSettings, ShippedTopology
-from streams._internal.runtime.planner import Planner
-from streams._internal.runtime.progress import Progress
-from streams._internal.runtime.heartbeat import Heartbeat
-from streams._internal.runtime.rescale_marker import require_no_rescale
-from streams._internal.runtime.reset_marker import require_no_reset
-from streams._internal.runtime.registry import TopicRegistry
-from streams._internal.runtime.retention import Retention
-from streams._internal.runtime.timing import Phases
-from streams._internal.runtime.topology_guard import check_topology_upgrade, keep_records
-from streams._internal.spark.listener import query_listener
-from streams._internal.spark.session import spark_session
-from streams._internal.spark.job import TriggerJob
-from streams._internal.spark.trigger import BatchMetrics, Trigger
-from streams.spark import topic_frame
-from topology.compile import compile_subtopology, for_executors
-from topology.graph import Topology
-from topology.nodes import CogroupAggregateNode, SourceNode, StreamStreamJoinNode, StreamTableJoinNode, TableTableJoinNode
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import ConfigError, DeltaStreamsError, TopicNotFoundError, TopologyError
+from deltastreams.sinks import Topic, check_expected_types, is_object_store, require_exclusive_commits, require_reachable, root_has_topics, use_storage_options
+from deltastreams.streams._internal.runtime import task_host
+from deltastreams.streams._internal.runtime.checkpoints import fresh_checkpoint
+from deltastreams.streams._internal.runtime.committer import Committer
+from deltastreams.streams._internal.runtime.failures import Failure, explain, root_cause
+from deltastreams.streams._internal.runtime.idle import IdleClock, keeps_time
+from deltastreams.streams._internal.runtime.inputs import InputLog
+from deltastreams.streams._internal.runtime.kafka_sink import KafkaMirror
+from deltastreams.streams._internal.runtime.kafka_sources import KafkaSources
+from deltastreams.streams._internal.runtime.lifecycle import AppState, Lifecycle
+from deltastreams.streams._internal.runtime.metrics import InputView, MetricsEndpoint
+from deltastreams.streams._internal.runtime.plan import BatchSettings, ShippedTopology
+from deltastreams.streams._internal.runtime.planner import Planner
+from deltastreams.streams._internal.runtime.progress import Progress
+from deltastreams.streams._internal.runtime.heartbeat import Heartbeat
+from deltastreams.streams._internal.runtime.rescale_marker import require_no_rescale
+from deltastreams.streams._internal.runtime.reset_marker import require_no_reset
+from deltastreams.streams._internal.runtime.registry import TopicRegistry
+from deltastreams.streams._internal.runtime.retention import Retention
+from deltastreams.streams._internal.runtime.timing import Phases
+from deltastreams.streams._internal.runtime.topology_guard import check_topology_upgrade, keep_records
+from deltastreams.streams._internal.spark.listener import query_listener
+from deltastreams.streams._internal.spark.session import spark_session
+from deltastreams.streams._internal.spark.job import TriggerJob
+from deltastreams.streams._internal.spark.trigger import BatchMetrics, Trigger
+from deltastreams.streams.spark import topic_frame
+from deltastreams.topology.compile import compile_subtopology, for_executors
+from deltastreams.topology.graph import Topology
+from deltastreams.topology.nodes import CogroupAggregateNode, SourceNode, StreamStreamJoinNode, StreamTableJoinNode, TableTableJoinNode
 
 _JOINS = (StreamTableJoinNode, StreamStreamJoinNode, TableTableJoinNode, CogroupAggregateNode)
 """Nodes that read several inputs key by key (joins, cogroups): their topics must be
@@ -93,11 +93,11 @@ class StreamsApp:
         self.retention: Retention | None = None
         self.kafka_mirror: KafkaMirror | None = None
         self.heartbeat: Heartbeat | None = None
-        """Tells ``status`` and ``reset`` this instance is alive (:mod:`streams._internal.runtime.heartbeat`)."""
+        """Tells ``status`` and ``reset`` this instance is alive (:mod:`deltastreams.streams._internal.runtime.heartbeat`)."""
         self._listener = None
         self._checkpoint_restarts = 0
         self.log_file: str | None = None
-        """Set by whoever configured logging to a file (``streams.console``) before :meth:`start`;
+        """Set by whoever configured logging to a file (``deltastreams.streams.console``) before :meth:`start`;
         Spark's own output goes there too (its log, its Python workers' stderr)."""
         self._lifecycle = Lifecycle()
         self._failed = False
@@ -117,7 +117,7 @@ class StreamsApp:
 
     def topic_frame(self, name: str, *, streaming: bool = False, options: dict[str, str] | None = None):
         """A topic of this application (input, output, or internal) as a DataFrame of its Spark
-        session, started if need be: :func:`streams.spark.topic_frame`."""
+        session, started if need be: :func:`deltastreams.streams.spark.topic_frame`."""
         if self.spark is None:
             self.spark = spark_session(self.config, log_file=self.log_file)
         return topic_frame(self.spark, self.config.root, self.registry.physical(name), streaming=streaming, options=options)

@@ -7,11 +7,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from conf.errors import TopologyError
-from streams.dsl import GlobalKTable, KStream, KTable, _named
-from streams.processor import StoreBuilder
-from topology.graph import GraphBuilder, Topology
-from topology.nodes import SourceNode, TableSourceNode
+from deltastreams.conf.errors import TopologyError
+from deltastreams.streams.dsl import GlobalKTable, KStream, KTable, _named
+from deltastreams.streams.processor import StoreBuilder
+from deltastreams.topology.graph import GraphBuilder, Topology
+from deltastreams.topology.nodes import SourceNode, TableSourceNode
 
 
 class StreamsBuilder:

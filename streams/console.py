@@ -1,13 +1,13 @@
 """Running an application from a terminal: progress on the console, details in a log file, and a
 failure said in three lines.
 
-    from streams.console import run_from_terminal
+    from deltastreams.streams.console import run_from_terminal
     sys.exit(run_from_terminal(app, until_caught_up=True))
 
 SIGTERM and Ctrl-C stop the application between micro-batches (exit code 0), not in the middle
 of one. The console gets one line per micro-batch and a final summary. Everything else (DEBUG lines,
 per-phase timings, Spark's and Python's stack traces, Spark's own log4j log and what its Python
-workers print: :mod:`streams._internal.spark.spark_log`) goes to the log file, whose path is printed
+workers print: :mod:`deltastreams.streams._internal.spark.spark_log`) goes to the log file, whose path is printed
 at start and again when something fails:
 
     error: a disk is full (No space left on device) while writing /data/topics/...
@@ -23,9 +23,9 @@ import time
 import traceback
 from pathlib import Path
 
-from conf.errors import DeltaStreamsError
-from streams._internal.runtime.graceful_stop import StopOnSignal, StopSignal, calling_on_stop_signals
-from streams.app import ApplicationFailedError, StreamsApp
+from deltastreams.conf.errors import DeltaStreamsError
+from deltastreams.streams._internal.runtime.graceful_stop import StopOnSignal, StopSignal, calling_on_stop_signals
+from deltastreams.streams.app import ApplicationFailedError, StreamsApp
 
 __all__ = ["calling_on_stop_signals", "default_log_file", "run_from_terminal", "setup_logging"]
 

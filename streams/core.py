@@ -1,4 +1,4 @@
-"""The engine-independent processing core, for tools that drive it directly (``jobs.bench_core``).
+"""The engine-independent processing core, for tools that drive it directly (``deltastreams.jobs.bench_core``).
 
 A :class:`TaskProcessor` runs one sub-topology for one task: records and stores in, the records
 to append per topic, the changelog entries, dead letters and metrics out (:class:`TaskResult`).
@@ -7,6 +7,6 @@ them (``store.abort()``, then ``store.restore(entries)``). Applications use ``St
 unit tests ``TopologyTestDriver``, which both run this core.
 """
 
-from streams._internal.processing.task import TaskId, TaskProcessor, TaskResult
+from deltastreams.streams._internal.processing.task import TaskId, TaskProcessor, TaskResult
 
 __all__ = ["TaskId", "TaskProcessor", "TaskResult"]

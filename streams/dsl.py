@@ -11,12 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conf.errors import TopologyError
-from streams.options import Branched, Printed
-from streams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
-from topology.functions import FunctionKind, check_callable, joiner_function, user_function
-from topology.graph import GraphBuilder
-from topology.nodes import (
+from deltastreams.conf.errors import TopologyError
+from deltastreams.streams.options import Branched, Printed
+from deltastreams.streams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
+from deltastreams.topology.functions import FunctionKind, check_callable, joiner_function, user_function
+from deltastreams.topology.graph import GraphBuilder
+from deltastreams.topology.nodes import (
     AggregateNode,
     BatchProcessNode,
     Aggregation,
@@ -164,7 +164,7 @@ class KStream:
         self._graph.add(PrintNode(processor, printed.label if printed.label is not None else processor, mapper, printed.path), [self._node])
 
     def process(self, supplier: Callable[[], Any], *store_names: str, name: str | None = None) -> KStream:
-        """Run a user :class:`streams.processor.Processor` made by ``supplier()`` (a Processor
+        """Run a user :class:`deltastreams.streams.processor.Processor` made by ``supplier()`` (a Processor
         class, or a function returning one) on every record; it forwards records with
         ``context.forward`` and may use the stores ``store_names`` (registered with
         ``StreamsBuilder.add_state_store``). Its forwarded keys may differ from the input's, so a
@@ -193,7 +193,7 @@ class KStream:
         return self._then(node, changes_key=not fixed_key)
 
     def process_batches(self, supplier: Callable[[], Any], *store_names: str, name: str | None = None) -> KStream:
-        """Run a user :class:`streams.processor.BatchProcessor` made by ``supplier()`` on Arrow
+        """Run a user :class:`deltastreams.streams.processor.BatchProcessor` made by ``supplier()`` on Arrow
         tables of records instead of one record at a time, for speed (see its docstring for the
         columns, the output order and punctuation). Its stores must be typed
         (``Stores.key_value_store_builder(supplier, key_type=..., value_type=...)``) so it can

@@ -1,10 +1,10 @@
-"""The exceptions deltastreams raises, for users: ``from streams.errors import TopologyError``.
+"""The exceptions deltastreams raises, for users: ``from deltastreams.streams.errors import TopologyError``.
 
-They are defined in :mod:`conf.errors`, the bottom layer, so that every package can raise them
+They are defined in :mod:`deltastreams.conf.errors`, the bottom layer, so that every package can raise them
 without importing the DSL.
 """
 
-from conf.errors import (
+from deltastreams.conf.errors import (
     CommitError,
     ConfigError,
     DeltaStreamsError,

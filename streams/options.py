@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from conf.errors import TopologyError
+from deltastreams.conf.errors import TopologyError
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,8 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from conf.errors import TopologyError
-from topology.processor_api import PunctuationType, Record
+from deltastreams.conf.errors import TopologyError
+from deltastreams.topology.processor_api import PunctuationType, Record
 
 __all__ = [
     "BatchKeyValueStore",

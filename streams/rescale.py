@@ -1,5 +1,5 @@
 """Rescaling a stopped application's internal topics to N partitions (beyond Kafka Streams, which
-must be reset to change them): ``python -m jobs.rescale --root R --application-id A --partitions N``.
+must be reset to change them): ``python -m deltastreams.jobs.rescale --root R --application-id A --partitions N``.
 
 What changes: every repartition topic (its records not yet consumed), and the changelog of every
 store of a sub-topology that reads a repartition topic, now have N partitions, so the next run has
@@ -31,7 +31,7 @@ Crash safety: a plan file plus idempotent steps, rolled forward by running the c
    instance: its next commit fails) and roll its last decided batch forward, as a start does.
 2. Staging: the new tables are built from the committed state under ``<root>/rescale/<app>/staged``
    (new Delta tables: a changelog with a new table id makes every local store rebuild itself from
-   it, see :mod:`state.task_stores`). A crash here leaves the application untouched; running again
+   it, see :mod:`deltastreams.state.task_stores`). A crash here leaves the application untouched; running again
    discards the staged tables and starts over.
 3. The plan, naming every move and every transaction-log decision, is written by an atomic rename:
    the point of no return.
@@ -62,17 +62,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from conf import StreamsConfig
-from conf.errors import DeltaStreamsError
-from sinks import Topic, commit_rewrite, create_topic_with_layout, is_object_store, open_table, partition_for, partitions_for, topic_uri
-from sinks.transaction import DecidedBatch, TransactionLog
-from streams._internal.runtime.committer import Committer
-from streams._internal.runtime.crashpoints import crash_point
-from streams._internal.runtime.registry import TopicRegistry
-from streams._internal.runtime.rescale_marker import plan_path, read_plan, rescale_dir, write_plan
-from streams._internal.runtime.reset_marker import require_no_reset
-from topology.graph import Topology
-from topology.nodes import (
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import DeltaStreamsError
+from deltastreams.sinks import Topic, commit_rewrite, create_topic_with_layout, is_object_store, open_table, partition_for, partitions_for, topic_uri
+from deltastreams.sinks.transaction import DecidedBatch, TransactionLog
+from deltastreams.streams._internal.runtime.committer import Committer
+from deltastreams.streams._internal.runtime.crashpoints import crash_point
+from deltastreams.streams._internal.runtime.registry import TopicRegistry
+from deltastreams.streams._internal.runtime.rescale_marker import plan_path, read_plan, rescale_dir, write_plan
+from deltastreams.streams._internal.runtime.reset_marker import require_no_reset
+from deltastreams.topology.graph import Topology
+from deltastreams.topology.nodes import (
     AggregateNode,
     AggregationKind,
     CogroupAggregateNode,

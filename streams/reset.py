@@ -1,5 +1,5 @@
 """Resetting an application to reprocess its input (Kafka's ``kafka-streams-application-reset``):
-``python -m jobs.reset --root R --application-id A (--to-earliest | --to-latest |
+``python -m deltastreams.jobs.reset --root R --application-id A (--to-earliest | --to-latest |
 --to-timestamp T | --to-version TOPIC=V ...)``.
 
 What a reset does, for a stopped application:
@@ -28,7 +28,7 @@ written whole once the logs are fenced and the new positions known, is the point
    onto the outputs (a batch half published by a killed instance is completed, not lost).
    A crash up to here changed nothing visible: a rerun starts over.
 3. Write the plan: the decisions (seq, positions) and what to delete. The application refuses to
-   start while it exists (:func:`streams._internal.runtime.reset_marker.require_no_reset`).
+   start while it exists (:func:`deltastreams.streams._internal.runtime.reset_marker.require_no_reset`).
 4. Decide each sub-topology's batch (skipped when its log already holds that seq).
 5. Delete the internal topics and changelogs (whole directories; a missing one is done).
 6. Stop this machine's task hosts of the application and delete its local state.
@@ -48,15 +48,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from conf import StreamsConfig
-from conf.errors import DeltaStreamsError
-from sinks import Topic, filesystem_for, open_table, read_commit, table_exists, topic_uri
-from sinks.transaction import DecidedBatch, TransactionLog
-from streams._internal.runtime import rescale_marker, reset_marker, task_host
-from streams._internal.runtime.crashpoints import crash_point
-from streams.status import holders, transaction_log_uri
-from topology.graph import Topology
-from topology.nodes import SourceNode
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import DeltaStreamsError
+from deltastreams.sinks import Topic, filesystem_for, open_table, read_commit, table_exists, topic_uri
+from deltastreams.sinks.transaction import DecidedBatch, TransactionLog
+from deltastreams.streams._internal.runtime import rescale_marker, reset_marker, task_host
+from deltastreams.streams._internal.runtime.crashpoints import crash_point
+from deltastreams.streams.status import holders, transaction_log_uri
+from deltastreams.topology.graph import Topology
+from deltastreams.topology.nodes import SourceNode
 
 log = logging.getLogger("deltastreams")
 
@@ -131,7 +131,7 @@ def reset(topology: Topology, config: StreamsConfig, target: ResetTarget, *, for
         if not any(table_exists(uri) for uri in logs.values()):
             raise ResetError(f"application {app!r} has never run under {root} (no transaction log at {logs[min(logs)]}): nothing to reset")
         if "://" not in root and rescale_marker.read_plan(root, app) is not None:
-            raise ResetError(f"application {app} has an unfinished rescale: run jobs.rescale again to finish it, then reset")
+            raise ResetError(f"application {app} has an unfinished rescale: run deltastreams.jobs.rescale again to finish it, then reset")
         _check_not_held(topology, config, force)
         positions = _target_positions(topology, config, target)
     # Step 2
@@ -277,7 +277,7 @@ def _version_before(uri: str, latest: int, timestamp_ms: int) -> int:
 def _kafka_position(topology: Topology, config: StreamsConfig, topic: str, target: ResetTarget) -> dict[int, int]:
     if not (target.earliest or target.latest):
         raise ResetError(f"input topic '{topic}' is in Kafka: only --to-earliest and --to-latest reset it (its positions are offsets, not Delta versions)")
-    from sinks.kafka import KafkaTopic, partition_count, watermarks
+    from deltastreams.sinks.kafka import KafkaTopic, partition_count, watermarks
 
     node = next(n for n in topology.nodes.values() if isinstance(n, SourceNode) and topic in n.topics)
     kafka = config.kafka

@@ -1,6 +1,6 @@
 """Topics for Spark code in the same session: read them as DataFrames, append to them.
 
-    from streams.spark import topic_frame, kafka_partition
+    from deltastreams.streams.spark import topic_frame, kafka_partition
     views = topic_frame(spark, "/data", "pageview-windowed-counts")                  # batch
     live = topic_frame(spark, "/data", "pageview-windowed-counts", streaming=True)   # Delta's streaming source
     (events.withColumn("partition", kafka_partition("user_id", 2))                  # an external append
@@ -20,9 +20,9 @@ import json
 
 import pyarrow as pa  # at module level: Spark resolves the UDF's type hints in this module's globals
 
-from sinks import Topic, current_storage_options
-from streams._internal.spark import delta_spark
-from streams._internal.spark.source import STORAGE_OPTIONS
+from deltastreams.sinks import Topic, current_storage_options
+from deltastreams.streams._internal.spark import delta_spark
+from deltastreams.streams._internal.spark.source import STORAGE_OPTIONS
 
 
 def topic_frame(spark, root: str, name: str, *, streaming: bool = False, options: dict[str, str] | None = None):
@@ -53,7 +53,7 @@ def kafka_partition(key, partitions: int):
     ``partitions`` partitions. ``key``: a column name or Column of the topic's key type."""
     from pyspark.sql import functions as F
 
-    from sinks import partitions_for
+    from deltastreams.sinks import partitions_for
 
     if partitions <= 0:
         raise ValueError(f"a topic has at least one partition, got {partitions}")

@@ -1,6 +1,6 @@
 """What an application is doing, read from its root without touching it (Kafka's
 ``kafka-consumer-groups --describe`` plus ``kafka-streams-application-reset --dry-run``, for a
-deltastreams application): ``python -m jobs.status --root R --application-id A``.
+deltastreams application): ``python -m deltastreams.jobs.status --root R --application-id A``.
 
     status = application_status(topology, config)   # a plain, JSON-able structure
     print(format_status(status))                    # or json.dumps(status.to_dict())
@@ -8,14 +8,14 @@ deltastreams application): ``python -m jobs.status --root R --application-id A``
 Per sub-topology: its last committed batch and when, its positions against the ends of the topics
 it reads (lag in versions and records; Kafka offsets for Kafka-sourced topics), the instance and
 epoch holding its transaction log (the last registration) and whether that instance is alive (its
-heartbeat, :mod:`streams._internal.runtime.heartbeat`), its stores; for the application, the last
+heartbeat, :mod:`deltastreams.streams._internal.runtime.heartbeat`), its stores; for the application, the last
 retention commits in its topics' Delta histories and any unfinished reset or rescale.
 
 Read-only by construction: tables are opened and commit files read, never a transaction log
 object (which creates a missing log) nor anything else that writes. It works while the
 application commits (each table is read at whatever version is current; a commit file removed by
 log cleanup between listing and reading ends that scan, reported as unknown) and on object-store
-roots (the process's storage options: :func:`sinks.use_storage_options`).
+roots (the process's storage options: :func:`deltastreams.sinks.use_storage_options`).
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from datetime import datetime, timezone
 
 from deltalake.exceptions import DeltaError
 
-from conf import StreamsConfig
-from sinks import Topic, files_added, open_table, read_commit, table_exists, topic_uri, under_root
-from sinks.transaction import COMMIT_APP, EPOCH_APP, decided_entry
-from streams._internal.runtime import heartbeat
-from streams._internal.runtime import rescale_marker, reset_marker
-from topology.graph import Topology
-from topology.nodes import SourceNode
+from deltastreams.conf import StreamsConfig
+from deltastreams.sinks import Topic, files_added, open_table, read_commit, table_exists, topic_uri, under_root
+from deltastreams.sinks.transaction import COMMIT_APP, EPOCH_APP, decided_entry
+from deltastreams.streams._internal.runtime import heartbeat
+from deltastreams.streams._internal.runtime import rescale_marker, reset_marker
+from deltastreams.topology.graph import Topology
+from deltastreams.topology.nodes import SourceNode
 
 _REGISTRATION_SCAN = 50
 """How many commits back a transaction log is searched for the holder's registration when no
@@ -301,7 +301,7 @@ def _input_status(topology: Topology, config: StreamsConfig, sub, topic: str, po
 
 
 def _kafka_input(topology: Topology, config: StreamsConfig, topic: str, position) -> InputStatus:
-    from sinks.kafka import KafkaTopic, partition_count, watermarks
+    from deltastreams.sinks.kafka import KafkaTopic, partition_count, watermarks
 
     try:
         node_types = next((n.key_type, n.value_type) for n in topology.nodes.values() if isinstance(n, SourceNode) and topic in n.topics)
@@ -377,7 +377,7 @@ def format_status(status: ApplicationStatus) -> str:
     if status.reset_in_progress:
         lines.append(f"  unfinished reset to {status.reset_in_progress.get('target')}: run the reset again to finish it; the application refuses to start until then")
     if status.rescale_in_progress:
-        lines.append(f"  unfinished rescale to {status.rescale_in_progress.get('partitions')} partitions: run jobs.rescale again to finish it")
+        lines.append(f"  unfinished rescale to {status.rescale_in_progress.get('partitions')} partitions: run deltastreams.jobs.rescale again to finish it")
     for sub in status.subtopologies:
         lines.append(f"sub-topology {sub.id}: {sub.state}" + (f", {sub.tasks} tasks" if sub.tasks is not None else ""))
         if sub.last_batch is not None:

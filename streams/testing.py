@@ -13,7 +13,7 @@ entries are appended to the changelogs the driver keeps, the pending writes are 
 stores advance by applying those committed entries. ``restart()`` rebuilds every store from its
 changelog, like a task moving to a new machine.
 
->>> from streams import StreamsBuilder, TopologyTestDriver
+>>> from deltastreams.streams import StreamsBuilder, TopologyTestDriver
 >>> builder = StreamsBuilder()
 >>> builder.stream("words").group_by_key().count().to_stream().to("counts")
 >>> driver = TopologyTestDriver(builder.build())
@@ -33,9 +33,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from conf import BadRecordPolicy, StreamsConfig
-from conf.errors import TopologyError
-from state import (
+from deltastreams.conf import BadRecordPolicy, StreamsConfig
+from deltastreams.conf.errors import TopologyError
+from deltastreams.state import (
     ChangeLoggingStore,
     ChangelogEntry,
     InMemoryKeyValueStore,
@@ -44,12 +44,12 @@ from state import (
     RocksDBKeyValueStore,
     TimeKeyedStore,
 )
-from streams._internal.processing.task import TaskProcessor
-from streams._internal.runtime.collector import collect
-from streams._internal.runtime.idle import IdleClock, keeps_time
-from topology.graph import Topology
-from topology.nodes import ProcessNode
-from topology.records import HEADERS, headers_array, headers_of
+from deltastreams.streams._internal.processing.task import TaskProcessor
+from deltastreams.streams._internal.runtime.collector import collect
+from deltastreams.streams._internal.runtime.idle import IdleClock, keeps_time
+from deltastreams.topology.graph import Topology
+from deltastreams.topology.nodes import ProcessNode
+from deltastreams.topology.records import HEADERS, headers_array, headers_of
 
 _TEST_APPLICATION = "test-application"
 
@@ -270,7 +270,7 @@ class TopologyTestDriver:
         for name in task.subtopology.stores:
             self._stores[name].abort()
 
-    # -- the collector (streams._internal.runtime.collector.Collector) --------------------------
+    # -- the collector (deltastreams.streams._internal.runtime.collector.Collector) --------------------------
 
     def send_changelog(self, topic: str, store: str, entries: list[ChangelogEntry], timestamp: int) -> None:
         """The batch's changelog entries become committed; the store discards its pending writes

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
-from conf.errors import TopologyError
-from topology.nodes import JoinWindowsSpec, SessionWindowsSpec, Windows
+from deltastreams.conf.errors import TopologyError
+from deltastreams.topology.nodes import JoinWindowsSpec, SessionWindowsSpec, Windows
 
 
 def _millis(value: int | timedelta, what: str) -> int:

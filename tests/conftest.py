@@ -7,8 +7,8 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark():
-    from conf import StreamsConfig
-    from streams._internal.spark.session import spark_session
+    from deltastreams.conf import StreamsConfig
+    from deltastreams.streams._internal.spark.session import spark_session
 
     session = spark_session(StreamsConfig.load({"application_id": "tests", "spark_conf": {"spark.sql.shuffle.partitions": "2"}}))
     yield session
@@ -17,9 +17,9 @@ def spark():
 
 @pytest.fixture(scope="session")
 def oracle():
-    """Kafka Streams' own TopologyTestDriver in a JVM (jobs.differential.oracle, built by
+    """Kafka Streams' own TopologyTestDriver in a JVM (deltastreams.jobs.differential.oracle, built by
     bin/setup from jvm/), started once and shared."""
-    from jobs.differential.oracle import KafkaStreamsOracle
+    from deltastreams.jobs.differential.oracle import KafkaStreamsOracle
 
     with KafkaStreamsOracle() as started:
         yield started

@@ -11,9 +11,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from jobs import crash_harness
-from sinks import table_exists
-from sinks.transaction import TransactionLog
+from deltastreams.jobs import crash_harness
+from deltastreams.sinks import table_exists
+from deltastreams.sinks.transaction import TransactionLog
 
 
 def race(root: str, logs: Path, *, state_dirs: tuple[Path, Path] | None = None) -> tuple[int, str]:

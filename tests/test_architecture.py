@@ -29,7 +29,7 @@ def test_an_import_cycle_inside_a_package_breaks_the_build(tmp_path):
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     (tmp_path / "deltastreams").symlink_to(".")  # as in the checkout: the packages are deltastreams.*
     nodes = tmp_path / "topology" / "nodes.py"
-    nodes.write_text(nodes.read_text() + "\nfrom topology.graph import Topology  # noqa: E402\n")
+    nodes.write_text(nodes.read_text() + "\nfrom deltastreams.topology.graph import Topology  # noqa: E402\n")
     result = lint_imports(tmp_path)
     assert result.returncode != 0
     assert "No import cycles inside a package BROKEN" in result.stdout

@@ -4,7 +4,7 @@ A sub-topology whose first steps (after its source) use Spark Column expressions
 Catalyst over the records (``records`` mode); the processing core takes over after the last such
 step (the *entry*). Every other sub-topology runs in ``descriptors`` mode: each task reads its own
 files and the core runs everything. The Spark side of this lives in
-``streams._internal.spark.catalyst``; this module only decides.
+``deltastreams.streams._internal.spark.catalyst``; this module only decides.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from conf.errors import TopologyError
-from topology.functions import FunctionKind, UserFunction
-from topology.graph import SubTopology, Topology
-from topology.nodes import FilterNode, MapNode, MapValuesNode, SelectKeyNode, SourceNode
+from deltastreams.conf.errors import TopologyError
+from deltastreams.topology.functions import FunctionKind, UserFunction
+from deltastreams.topology.graph import SubTopology, Topology
+from deltastreams.topology.nodes import FilterNode, MapNode, MapValuesNode, SelectKeyNode, SourceNode
 
 _CATALYST_STEPS = (FilterNode, MapValuesNode, SelectKeyNode, MapNode)
 _FUNCTION_FIELDS = ("predicate", "mapper", "action")

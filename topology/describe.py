@@ -3,7 +3,7 @@
 Within a sub-topology, nodes are ordered as Kafka's node comparator orders them: larger
 downstream sub-tree first, then by name; the names after ``-->``/``<--`` as Kafka's describe()
 happens to insert them into sets ordered by that comparator while the sizes still grow
-(:mod:`topology.java_order`).
+(:mod:`deltastreams.topology.java_order`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from topology.java_order import TreeSet, hash_set_order
-from topology.nodes import Node, SinkNode, SourceNode
-from topology.split import GlobalStoreGroup, SubTopology
+from deltastreams.topology.java_order import TreeSet, hash_set_order
+from deltastreams.topology.nodes import Node, SinkNode, SourceNode
+from deltastreams.topology.split import GlobalStoreGroup, SubTopology
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from conf.errors import TopologyError
+from deltastreams.conf.errors import TopologyError
 
 
 class FunctionKind(Enum):

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from conf.errors import TopologyError
-from topology.describe import TopologyDescription, describe
-from topology.nodes import (
+from deltastreams.conf.errors import TopologyError
+from deltastreams.topology.describe import TopologyDescription, describe
+from deltastreams.topology.nodes import (
     JoinKind,
     Node,
     NullKeyFilterNode,
@@ -25,7 +25,7 @@ from topology.nodes import (
     StreamStreamJoinNode,
     StreamTableJoinNode,
 )
-from topology.split import GlobalStoreGroup, SubTopology, split_subtopologies
+from deltastreams.topology.split import GlobalStoreGroup, SubTopology, split_subtopologies
 
 __all__ = ["GraphBuilder", "SubTopology", "Topology"]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from topology.functions import UserFunction
+from deltastreams.topology.functions import UserFunction
 
 
 @dataclass(frozen=True)

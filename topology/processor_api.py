@@ -1,5 +1,5 @@
 """The record and punctuation types of the Processor API (re-exported by
-:mod:`streams.processor`), here so that the processing core can use them too."""
+:mod:`deltastreams.streams.processor`), here so that the processing core can use them too."""
 
 from __future__ import annotations
 

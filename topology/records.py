@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from sinks.serde import HEADERS, HEADERS_TYPE, Headers, headers_array, headers_of
+from deltastreams.sinks.serde import HEADERS, HEADERS_TYPE, Headers, headers_array, headers_of
 
 __all__ = ["HEADERS", "HEADERS_TYPE", "Headers", "KEY", "REJECTED", "TIMESTAMP", "VALUE", "WINDOW_END", "WINDOW_START", "Windowed", "headers_array", "headers_of"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from topology.nodes import Node, SinkNode, SourceNode, StreamGlobalTableJoinNode
+from deltastreams.topology.nodes import Node, SinkNode, SourceNode, StreamGlobalTableJoinNode
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from topology.graph import Topology
+from deltastreams.topology.graph import Topology
 
 _COUNTER = re.compile(r"[0-9]{10}")
 RECORD_VERSION = 1

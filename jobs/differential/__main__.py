@@ -1,10 +1,10 @@
-"""python -m jobs.differential: random scenarios through Kafka Streams' TopologyTestDriver and
+"""python -m deltastreams.jobs.differential: random scenarios through Kafka Streams' TopologyTestDriver and
 deltastreams' own, record by record and describe() by describe().
 
-    python -m jobs.differential --scenarios 10000 --seed 1
-    python -m jobs.differential --shapes aggregate --scenarios 500 --seed 7
-    python -m jobs.differential --replay differential-failures/aggregate-7-12.json
-    python -m jobs.differential --spark --scenarios 100 --seed 3
+    python -m deltastreams.jobs.differential --scenarios 10000 --seed 1
+    python -m deltastreams.jobs.differential --shapes aggregate --scenarios 500 --seed 7
+    python -m deltastreams.jobs.differential --replay differential-failures/aggregate-7-12.json
+    python -m deltastreams.jobs.differential --spark --scenarios 100 --seed 3
 
 ``--spark`` also runs each scenario whose verdict is not "different" on the Spark runtime, cut
 into micro-batches with a restart in the middle (jobs/differential/spark_batches.py says what is
@@ -25,15 +25,15 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from jobs.differential.oracle import KAFKA_STREAMS_VERSION, KafkaStreamsOracle
-from jobs.differential.runner import judge, read_scenario, write_failure
-from jobs.differential.scenarios import draw_scenario
-from jobs.differential.shapes import SHAPES
-from jobs.differential.spark_batches import compare, contract, reference_outputs, run_batched
+from deltastreams.jobs.differential.oracle import KAFKA_STREAMS_VERSION, KafkaStreamsOracle
+from deltastreams.jobs.differential.runner import judge, read_scenario, write_failure
+from deltastreams.jobs.differential.scenarios import draw_scenario
+from deltastreams.jobs.differential.shapes import SHAPES
+from deltastreams.jobs.differential.spark_batches import compare, contract, reference_outputs, run_batched
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.differential", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.differential", description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenarios", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--shapes", help=f"comma-separated, of: {', '.join(sorted(SHAPES))} (default: all)")

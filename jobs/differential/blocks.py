@@ -1,4 +1,4 @@
-"""The building blocks of the catalogue's shapes (jobs.differential.shapes and the shapes in
+"""The building blocks of the catalogue's shapes (deltastreams.jobs.differential.shapes and the shapes in
 modules of their own): the Shape record, drawing names, stateless chains, sources and sinks,
 windows and suppression, built with deltastreams' DSL as
 ``jvm/src/main/java/deltastreams/oracle/Shapes.java`` builds them with Kafka Streams'. Kept apart
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
-from jobs.differential import functions as f
-from streams import BufferConfig, StreamsBuilder, Suppressed
-from streams.dsl import KStream
+from deltastreams.jobs.differential import functions as f
+from deltastreams.streams import BufferConfig, StreamsBuilder, Suppressed
+from deltastreams.streams.dsl import KStream
 
 
 @dataclass(frozen=True)

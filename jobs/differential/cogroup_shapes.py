@@ -10,9 +10,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from jobs.differential import blocks as base
-from jobs.differential import functions as f
-from streams import SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
+from deltastreams.jobs.differential import blocks as base
+from deltastreams.jobs.differential import functions as f
+from deltastreams.streams import SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
 
 TOPICS = ("in", "in2", "in3")
 _TAGS = ("+", "*", "/")

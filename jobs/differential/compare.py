@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from jobs.differential.scenarios import Scenario
+from deltastreams.jobs.differential.scenarios import Scenario
 
 
 @dataclass(frozen=True)

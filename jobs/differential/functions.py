@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streams.processor import Processor, PunctuationType, Record
+from deltastreams.streams.processor import Processor, PunctuationType, Record
 
 
 def num(value: str) -> int:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from jobs.differential import functions as f
-from jobs.differential.blocks import CHAIN_OPS, KEY_PRESERVING_OPS, Shape, named, Names, chain, draw_chain, sink, source
-from jobs.differential.table_shapes import draw_table_chain, draw_table_from, table_chain, table_from
-from streams import JoinWindows, StreamsBuilder
-from streams.dsl import KStream, KTable
+from deltastreams.jobs.differential import functions as f
+from deltastreams.jobs.differential.blocks import CHAIN_OPS, KEY_PRESERVING_OPS, Shape, named, Names, chain, draw_chain, sink, source
+from deltastreams.jobs.differential.table_shapes import draw_table_chain, draw_table_from, table_chain, table_from
+from deltastreams.streams import JoinWindows, StreamsBuilder
+from deltastreams.streams.dsl import KStream, KTable
 
 
 def rekeyed(stream: KStream, p: dict | None) -> KStream:

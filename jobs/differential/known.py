@@ -10,7 +10,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from jobs.differential.scenarios import Scenario
+from deltastreams.jobs.differential.scenarios import Scenario
 
 
 @dataclass(frozen=True)

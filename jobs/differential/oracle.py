@@ -8,9 +8,9 @@ import json
 import subprocess
 import tempfile
 
-from jobs.differential.scenarios import Scenario
-from jobs.jvm import classpath, java
-from jobs.process_tree import terminate
+from deltastreams.jobs.differential.scenarios import Scenario
+from deltastreams.jobs.jvm import classpath, java
+from deltastreams.jobs.process_tree import terminate
 
 KAFKA_STREAMS_VERSION = "4.3.1"  # jvm/pom.xml's kafka.version
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.differential.scenarios import Scenario
-from jobs.differential.shapes import SHAPES
-from streams import StreamsBuilder, TopologyTestDriver
+from deltastreams.jobs.differential.scenarios import Scenario
+from deltastreams.jobs.differential.shapes import SHAPES
+from deltastreams.streams import StreamsBuilder, TopologyTestDriver
 
 
 def run_ours(scenario: Scenario) -> dict:

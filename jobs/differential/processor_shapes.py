@@ -8,10 +8,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from jobs.differential import functions as f
-from jobs.differential.blocks import CHAIN_OPS, KEY_PRESERVING_OPS, Shape, named, Names, chain, draw_chain, sink, source
-from streams import Branched, StreamsBuilder
-from streams.processor import Stores
+from deltastreams.jobs.differential import functions as f
+from deltastreams.jobs.differential.blocks import CHAIN_OPS, KEY_PRESERVING_OPS, Shape, named, Names, chain, draw_chain, sink, source
+from deltastreams.streams import Branched, StreamsBuilder
+from deltastreams.streams.processor import Stores
 
 BRANCH_OUTPUTS = ("out", "out2", "out3", "out4")
 """A split's branches write to these, in branch order (the default branch last)."""

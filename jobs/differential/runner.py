@@ -8,11 +8,11 @@ from itertools import combinations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobs.differential.compare import Difference, differences, shrink
-from jobs.differential.known import KNOWN_DIFFERENCES
-from jobs.differential.oracle import KafkaStreamsOracle
-from jobs.differential.ours import run_ours
-from jobs.differential.scenarios import Scenario
+from deltastreams.jobs.differential.compare import Difference, differences, shrink
+from deltastreams.jobs.differential.known import KNOWN_DIFFERENCES
+from deltastreams.jobs.differential.oracle import KafkaStreamsOracle
+from deltastreams.jobs.differential.ours import run_ours
+from deltastreams.jobs.differential.scenarios import Scenario
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from jobs.differential.shapes import SHAPES
+from deltastreams.jobs.differential.shapes import SHAPES
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from jobs.differential import cogroup_shapes, join_shapes, processor_shapes, table_shapes
-from jobs.differential import functions as f
-from jobs.differential.blocks import KEY_PRESERVING_OPS, Names, Shape, chain, draw_chain, draw_time_limit, draw_windows, named, sink, source, suppressed
-from streams import EmitStrategy, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
+from deltastreams.jobs.differential import cogroup_shapes, join_shapes, processor_shapes, table_shapes
+from deltastreams.jobs.differential import functions as f
+from deltastreams.jobs.differential.blocks import KEY_PRESERVING_OPS, Names, Shape, chain, draw_chain, draw_time_limit, draw_windows, named, sink, source, suppressed
+from deltastreams.streams import EmitStrategy, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
 
 __all__ = ["SHAPES", "Shape"]
 

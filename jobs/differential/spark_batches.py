@@ -31,14 +31,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from conf import StreamsConfig
-from jobs.differential.ours import run_ours
-from jobs.differential.scenarios import Scenario
-from jobs.differential.shapes import SHAPES
-from sinks import Topic, create_topic
-from streams import StreamsBuilder
-from streams.app import StreamsApp
-from topology.records import HEADERS, headers_array, headers_of
+from deltastreams.conf import StreamsConfig
+from deltastreams.jobs.differential.ours import run_ours
+from deltastreams.jobs.differential.scenarios import Scenario
+from deltastreams.jobs.differential.shapes import SHAPES
+from deltastreams.sinks import Topic, create_topic
+from deltastreams.streams import StreamsBuilder
+from deltastreams.streams.app import StreamsApp
+from deltastreams.topology.records import HEADERS, headers_array, headers_of
 
 
 @dataclass(frozen=True)

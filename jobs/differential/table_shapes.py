@@ -9,10 +9,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from jobs.differential import functions as f
-from jobs.differential.blocks import CHAIN_OPS, Shape, named, Names, suppressed, chain, draw_chain, sink, source
-from streams import StreamsBuilder
-from streams.dsl import KTable
+from deltastreams.jobs.differential import functions as f
+from deltastreams.jobs.differential.blocks import CHAIN_OPS, Shape, named, Names, suppressed, chain, draw_chain, sink, source
+from deltastreams.streams import StreamsBuilder
+from deltastreams.streams.dsl import KTable
 
 _TABLE_OPS = ("filter", "filter_not", "map_values")
 

@@ -1,7 +1,7 @@
 """Every peer's final counts against an independent computation of what that peer must produce
-from the same events (:mod:`jobs.pageview_reference`, pandas; no code of any peer):
+from the same events (:mod:`deltastreams.jobs.pageview_reference`, pandas; no code of any peer):
 
-- deltastreams, Delta input: :func:`~jobs.pageview_reference.final_counts`, Kafka Streams'
+- deltastreams, Delta input: :func:`~deltastreams.jobs.pageview_reference.final_counts`, Kafka Streams'
   semantics with a deterministic interleaving, exactly (whole Delta versions per batch, appended
   in time order, cut the input where every partition is at the same point);
 - deltastreams, Kafka input: a batch cuts each Kafka partition at an offset, so which partition
@@ -10,13 +10,13 @@ from the same events (:mod:`jobs.pageview_reference`, pandas; no code of any pee
   stay on disk for retention's removed-file delay) and checked and counted as Kafka Streams' is,
   exactly; the difference from the deterministic interleaving is reported;
 - Kafka Streams: its repartition topic is read back (read_committed) and checked to be a possible
-  interleaving of the filtered input, then :func:`~jobs.pageview_reference.kafka_streams_counts`
+  interleaving of the filtered input, then :func:`~deltastreams.jobs.pageview_reference.kafka_streams_counts`
   counts over that order, exactly;
 - Spark: the micro-batch that read each event comes from the query's own progress (end offsets per
-  batch), then :func:`~jobs.pageview_reference.spark_counts` applies Spark's watermark rule,
+  batch), then :func:`~deltastreams.jobs.pageview_reference.spark_counts` applies Spark's watermark rule,
   exactly; the watermark of every batch is compared too.
 
-Kafka topics are read with confluent-kafka's plain consumer (:mod:`jobs.peers.kafka_topics`).
+Kafka topics are read with confluent-kafka's plain consumer (:mod:`deltastreams.jobs.peers.kafka_topics`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from jobs.pageview_reference import final_counts, kafka_streams_counts, spark_counts
-from jobs.peers.kafka_topics import read_repartition
-from jobs.peers.runners import GRACE_MS, MIN_DURATION_S, PARTITIONS, WINDOW_MS, Run, latest_counts
+from deltastreams.jobs.pageview_reference import final_counts, kafka_streams_counts, spark_counts
+from deltastreams.jobs.peers.kafka_topics import read_repartition
+from deltastreams.jobs.peers.runners import GRACE_MS, MIN_DURATION_S, PARTITIONS, WINDOW_MS, Run, latest_counts
 
 KEYS = ["category", "window_start"]
 
@@ -51,7 +51,7 @@ class Verdict:
 
 
 def check(run: Run, events: pd.DataFrame, kafka_semantics: pd.DataFrame | None = None) -> Verdict:
-    """``events``: the input as :func:`jobs.peers.inputs.source_frame` describes it;
+    """``events``: the input as :func:`deltastreams.jobs.peers.inputs.source_frame` describes it;
     ``kafka_semantics``: ``final_counts`` of it, if already computed."""
     kafka_semantics = kafka_semantics if kafka_semantics is not None else reference(events)
     actual = latest_counts(run)
@@ -76,8 +76,8 @@ def deltastreams_repartition(run: Run) -> pd.DataFrame:
     """Every record the pageview job's repartition topic under ``run.root`` ever held (commit by
     commit, purged ones too), by offset per partition: the order its downstream tasks processed
     them in (the merge of the upstream writers gave the offsets)."""
-    from jobs.pageview import APPLICATION_ID, build_topology
-    from sinks import Topic
+    from deltastreams.jobs.pageview import APPLICATION_ID, build_topology
+    from deltastreams.sinks import Topic
 
     topology = build_topology()
     (internal,) = topology.internal_topics

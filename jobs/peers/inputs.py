@@ -1,10 +1,10 @@
 """The one input every peer reads, in the three places peers read from: deltastreams' Delta topic,
 a plain Delta table of the same rows for plain Spark, and a Kafka topic (JSON values, as
-``python -m jobs.pageview generate --kafka`` writes them). Same events (same seed), same keys,
+``python -m deltastreams.jobs.pageview generate --kafka`` writes them). Same events (same seed), same keys,
 timestamps and lateness, same partitions of the Delta topic and the Kafka topic.
 
 Also the steady-stream appenders the latency runs feed each place with
-(:class:`jobs.steady.Appender`).
+(:class:`deltastreams.jobs.steady.Appender`).
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from jobs.pageview import INPUT_TOPIC, generate, generate_to_kafka
-from jobs.pageview_data import generate_events
-from sinks import Topic, partitions_for
+from deltastreams.jobs.pageview import INPUT_TOPIC, generate, generate_to_kafka
+from deltastreams.jobs.pageview_data import generate_events
+from deltastreams.sinks import Topic, partitions_for
 
 SEED = 1
 SOURCE_PARTITIONS = 2
 EVENTS_PER_APPEND = 50_000
 """Rows per append to the Delta topic and the plain table (each append is one Delta version; in
-the plain table one file), as ``jobs.bench`` generates its input."""
+the plain table one file), as ``deltastreams.jobs.bench`` generates its input."""
 
 
 @dataclass(frozen=True)
@@ -122,9 +122,9 @@ class KafkaAppender:
     def __init__(self, bootstrap_servers: str, topic: str = INPUT_TOPIC) -> None:
         from confluent_kafka import Producer
 
-        from sinks.kafka import create_kafka_topic
+        from deltastreams.sinks.kafka import create_kafka_topic
 
-        from jobs.pageview import kafka_input_topic
+        from deltastreams.jobs.pageview import kafka_input_topic
 
         self.topic = kafka_input_topic(bootstrap_servers)
         self.partitions = create_kafka_topic(self.topic, SOURCE_PARTITIONS)
@@ -134,7 +134,7 @@ class KafkaAppender:
         return 0
 
     def append(self, events: pa.Table) -> None:
-        from sinks.kafka import encode
+        from deltastreams.sinks.kafka import encode
 
         targets = partitions_for(events.column("key"), self.partitions)
         keys = encode(events.column("key").to_pylist(), "string")

@@ -1,4 +1,4 @@
-"""End-to-end latency of each peer on a steady stream, as ``jobs.bench_latency`` measures
+"""End-to-end latency of each peer on a steady stream, as ``deltastreams.jobs.bench_latency`` measures
 deltastreams': a generator appends ``rate`` events a second in appends every 100 ms, each event
 stamped with the wall-clock time of its append (no late events), into the place the peer reads
 (Delta topic, plain Delta table or Kafka topic); the peer runs meanwhile. A window's result
@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-from jobs.peers import checks
-from jobs.peers.inputs import DeltaTableAppender, KafkaAppender, RecordingAppender
-from jobs.peers.runners import Run, finish, start
-from jobs.pageview import INPUT_TOPIC, OUTPUT_TOPIC, input_topic
-from jobs.steady import SteadyGenerator
+from deltastreams.jobs.peers import checks
+from deltastreams.jobs.peers.inputs import DeltaTableAppender, KafkaAppender, RecordingAppender
+from deltastreams.jobs.peers.runners import Run, finish, start
+from deltastreams.jobs.pageview import INPUT_TOPIC, OUTPUT_TOPIC, input_topic
+from deltastreams.jobs.steady import SteadyGenerator
 
 TICK_S = 0.1
 
@@ -103,7 +103,7 @@ def _has_data(table: Path) -> bool:
 def _appender(run: Run):
     if run.peer == "deltastreams-delta":
         run.directory.mkdir(parents=True, exist_ok=True)
-        from jobs.steady import TopicAppender
+        from deltastreams.jobs.steady import TopicAppender
 
         return TopicAppender(input_topic(str(run.root)))
     if run.peer == "spark-delta":

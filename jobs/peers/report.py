@@ -1,4 +1,4 @@
-"""``peers.md`` and ``peers.png`` from ``peers.json`` (``python -m jobs.bench_peers``): throughput
+"""``peers.md`` and ``peers.png`` from ``peers.json`` (``python -m deltastreams.jobs.bench_peers``): throughput
 per peer, events and commit interval (best run that passed its check), latency, correctness,
 where each peer's time goes, and every run with the load average around it."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobs.peers.runners import PEERS, label
+from deltastreams.jobs.peers.runners import PEERS, label
 
 SAME_SOURCE = {"deltastreams-kafka": None, "deltastreams-delta": None, "kafka-streams": "deltastreams-kafka",
                "spark-kafka": "deltastreams-kafka", "spark-delta": "deltastreams-delta"}
@@ -41,7 +41,7 @@ def markdown(data: dict, plots: list[str]) -> str:
     sessions = {s["id"]: s for s in data["sessions"]}
     used = [sessions[i] for i in dict.fromkeys(r["session"] for r in runs + latency) if i in sessions]
     lines = ["# The pageview job through every peer", ""]
-    lines += ["`python -m jobs.bench_peers`: the same events (seed 1: same keys, timestamps, 5% late by up to 30 s) through each peer, "
+    lines += ["`python -m deltastreams.jobs.bench_peers`: the same events (seed 1: same keys, timestamps, 5% late by up to 30 s) through each peer, "
               "window 5 s, grace 10 s, duration_s >= 30, exactly once, each peer a process of its own; runs alternate between peers, "
               "best of the repetitions that passed their correctness check.", ""]
     for s in used:

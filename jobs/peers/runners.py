@@ -3,10 +3,10 @@ where its results land, how long its steady part took (from what the peer itself
 its time went, and how a run on a live stream is told to stop.
 
 Peers, by key:
-- ``deltastreams-delta``: ``python -m jobs.pageview run`` over the Delta topic;
+- ``deltastreams-delta``: ``python -m deltastreams.jobs.pageview run`` over the Delta topic;
 - ``deltastreams-kafka``: the same with ``--kafka`` (the input from the Kafka topic);
 - ``kafka-streams``: ``deltastreams.peers.PageviewStreams`` (Kafka Streams 4.3.1, Kafka -> Kafka);
-- ``spark-kafka``: ``python -m jobs.peers.spark_pageview --source kafka`` (Spark's Kafka connector,
+- ``spark-kafka``: ``python -m deltastreams.jobs.peers.spark_pageview --source kafka`` (Spark's Kafka connector,
   delta-spark writes);
 - ``spark-delta``: the same with ``--source delta`` (delta-spark's streaming source).
 
@@ -29,9 +29,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from jobs.jvm import classpath, java
-from jobs.pageview import INPUT_TOPIC, input_topic, read_results
-from jobs.peers.inputs import EVENTS_PER_APPEND, Inputs
+from deltastreams.jobs.jvm import classpath, java
+from deltastreams.jobs.pageview import INPUT_TOPIC, input_topic, read_results
+from deltastreams.jobs.peers.inputs import EVENTS_PER_APPEND, Inputs
 
 PARTITIONS = 3  # of deltastreams' repartition and output topics; Spark's shuffle partitions; Kafka Streams' repartition topic
 WINDOW_MS, GRACE_MS, MIN_DURATION_S = 5000, 10_000, 30
@@ -65,7 +65,7 @@ def label(key: str) -> str:
 
 
 def batch_records(interval_ms: int, events: int) -> int:
-    """A catch-up micro-batch's bound, as ``jobs.bench`` sets it: interval x 1M events/s, at least 50k."""
+    """A catch-up micro-batch's bound, as ``deltastreams.jobs.bench`` sets it: interval x 1M events/s, at least 50k."""
     return max(50_000, min(events, 1_000_000 * interval_ms // 1000))
 
 
@@ -155,7 +155,7 @@ def prepare(run: Run) -> None:
 def command(run: Run) -> list[str]:
     interval = str(run.interval_ms)
     if run.peer.startswith("deltastreams"):
-        line = [sys.executable, "-m", "jobs.pageview", "run", "--root", str(run.root), "--commit-interval-ms", interval,
+        line = [sys.executable, "-m", "deltastreams.jobs.pageview", "run", "--root", str(run.root), "--commit-interval-ms", interval,
                 "--max-records-per-batch", str(run.batch_bound), "--partitions", str(PARTITIONS), "--metrics-file", str(run.metrics_file),
                 "--log-file", str(run.directory / "deltastreams.log")]
         if run.catch_up:
@@ -175,7 +175,7 @@ def command(run: Run) -> list[str]:
             *(["--expect-input", str(run.events)] if run.catch_up else ["--expect-input-file", str(run.events_file)]),
         ]
     source = "kafka" if run.peer == "spark-kafka" else "delta"
-    line = [sys.executable, "-m", "jobs.peers.spark_pageview", "--source", source, "--output", str(run.output_table),
+    line = [sys.executable, "-m", "deltastreams.jobs.peers.spark_pageview", "--source", source, "--output", str(run.output_table),
             "--checkpoint", str(run.directory / "checkpoint"), *(["--events", str(run.events)] if run.catch_up else ["--events-file", str(run.events_file)]),
             "--commit-interval-ms", interval,
             "--partitions", str(PARTITIONS), "--timings", str(run.timings_file)]
@@ -291,7 +291,7 @@ def finish(run: Run, process: subprocess.Popen, timeout_s: float) -> None:
     """Once the live stream ended with ``run.events`` events: wait until the peer processed every
     one and committed the results, and see it exit. Kafka Streams and Spark exit by themselves at
     that point, told the total through ``run.events_file``; deltastreams runs until stopped, so it
-    gets SIGTERM (to its driver process, as ``jobs.pageview`` documents) once its metrics show
+    gets SIGTERM (to its driver process, as ``deltastreams.jobs.pageview`` documents) once its metrics show
     every input record read and every repartition record counted."""
     partial = run.events_file.with_suffix(".partial")
     partial.write_text(str(run.events))
@@ -328,7 +328,7 @@ def latest_counts(run: Run) -> pd.DataFrame:
     if run.peer.startswith("deltastreams"):
         return read_results(str(run.root)).to_pandas()[RESULT_COLUMNS]
     if run.peer == "kafka-streams":
-        from jobs.peers.kafka_topics import kafka_streams_output
+        from deltastreams.jobs.peers.kafka_topics import kafka_streams_output
 
         return kafka_streams_output(run.bootstrap_servers, run.output_topic, WINDOW_MS)
     from deltalake import DeltaTable

@@ -2,9 +2,9 @@
 peers benchmark: Kafka -> Delta through Spark's Kafka connector (``spark-sql-kafka-0-10``), or
 Delta -> Delta through delta-spark's streaming source.
 
-    python -m jobs.peers.spark_pageview --source kafka --bootstrap-servers H:P --topic pageview-events \\
+    python -m deltastreams.jobs.peers.spark_pageview --source kafka --bootstrap-servers H:P --topic pageview-events \\
         --output OUT --checkpoint CK --events N [--commit-interval-ms 100] [--max-offsets-per-trigger N]
-    python -m jobs.peers.spark_pageview --source delta --input TABLE --output OUT --checkpoint CK --events N \\
+    python -m deltastreams.jobs.peers.spark_pageview --source delta --input TABLE --output OUT --checkpoint CK --events N \\
         [--max-files-per-trigger N]
 
 The query: JSON values parsed with ``from_json`` (Kafka) or the table's columns (Delta),
@@ -25,7 +25,7 @@ watermark, durations, rows dropped as late), the moment the last input row's bat
 done, and the stop.
 
 Spark's late-row rule, as measured on Spark 4.2 (and modelled by
-:func:`jobs.pageview_reference.spark_counts`): the watermark of a batch is the newest event time of
+:func:`deltastreams.jobs.pageview_reference.spark_counts`): the watermark of a batch is the newest event time of
 the batches before it minus the delay; rows are dropped as late against the *previous* batch's
 watermark (state is evicted against the current one), so lateness is judged up to two batches
 behind the data, globally rather than per task.
@@ -48,7 +48,7 @@ def session(app_name: str, shuffle_partitions: int, extra: dict[str, str] | None
     session is (2 GiB driver heap), RocksDB state store."""
     from pyspark.sql import SparkSession
 
-    from jobs.jvm import spark_jars
+    from deltastreams.jobs.jvm import spark_jars
 
     builder = (
         SparkSession.builder.master("local[2]")
@@ -197,7 +197,7 @@ def _batch_summary(progress: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.peers.spark_pageview", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.peers.spark_pageview", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", choices=("kafka", "delta"), required=True)
     parser.add_argument("--bootstrap-servers")
     parser.add_argument("--topic", default="pageview-events")

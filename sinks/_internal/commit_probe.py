@@ -22,9 +22,9 @@ import pyarrow as pa
 from deltalake import CommitProperties
 from deltalake.exceptions import CommitFailedError
 
-from conf.errors import ConfigError
-from sinks._internal.files import filesystem_for, under_root
-from sinks._internal.storage import create_table, open_table
+from deltastreams.conf.errors import ConfigError
+from deltastreams.sinks._internal.files import filesystem_for, under_root
+from deltastreams.sinks._internal.storage import create_table, open_table
 
 PROBE_DIR = "_deltastreams_probes"
 _SCHEMA = pa.schema([("probe", pa.int64())])

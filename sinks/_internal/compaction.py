@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sinks._internal.files import OFFSET, TIMESTAMP
+from deltastreams.sinks._internal.files import OFFSET, TIMESTAMP
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ import pyarrow.fs as pafs
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.transaction import AddAction
 
-from conf.errors import ExternalAppendError, LogRetentionError
-from sinks._internal import offsets
-from sinks._internal.files import PARTITION, DataFile, filesystem_for
-from sinks._internal.storage import open_table
+from deltastreams.conf.errors import ExternalAppendError, LogRetentionError
+from deltastreams.sinks._internal import offsets
+from deltastreams.sinks._internal.files import PARTITION, DataFile, filesystem_for
+from deltastreams.sinks._internal.storage import open_table
 
 
 def table_location(table: DeltaTable) -> str:
@@ -98,7 +98,7 @@ def snapshot_files(table: DeltaTable) -> list[DataFile]:
 def files_added(table_uri: str, after_version: int | None, up_to_version: int) -> list[DataFile]:
     """Files committed in versions ``(after_version, up_to_version]``; all files if ``after_version``
     is None. Every file has its offsets: those of records another writer appended without them
-    are assigned from the log (:mod:`sinks._internal.offsets`).
+    are assigned from the log (:mod:`deltastreams.sinks._internal.offsets`).
 
     A snapshot diff cannot stand in for commit files cleaned up by log retention: files rewritten
     with ``dataChange = false`` would look new and be read twice. So a missing commit file is an

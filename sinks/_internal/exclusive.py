@@ -10,12 +10,12 @@ from collections.abc import Iterable
 from deltalake import CommitProperties, DeltaTable
 from deltalake.exceptions import CommitFailedError
 
-from sinks._internal import log_commit
-from sinks._internal.files import DataFile
+from deltastreams.sinks._internal import log_commit
+from deltastreams.sinks._internal.files import DataFile
 
 
 def commit_actions(table: DeltaTable, actions: list[dict], info: dict, *, operation: str, parameters: dict, metrics: dict, isolation: str = "Serializable") -> int | None:
-    """One exclusive commit of ``actions`` (Delta log actions, :mod:`sinks._internal.log_commit`)
+    """One exclusive commit of ``actions`` (Delta log actions, :mod:`deltastreams.sinks._internal.log_commit`)
     recorded as Delta's ``operation``; its version, or None if another commit landed first."""
     expected = table.version() + 1
     version = log_commit.commit(table, actions, operation=operation, parameters=parameters, metrics=metrics, info=info, isolation=isolation)

@@ -1,7 +1,7 @@
 """Data files of a topic: one Parquet file per topic partition and write, with Delta stats.
 
 Files are written first (by any process: the driver, a Spark executor) and become part of the
-topic only when a Delta commit adds them (:mod:`sinks._internal.delta_log`). Until then no reader
+topic only when a Delta commit adds them (:mod:`deltastreams.sinks._internal.delta_log`). Until then no reader
 sees them, which is what makes a write invisible until its commit.
 """
 
@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from sinks._internal.storage import is_object_store, object_store_filesystem
+from deltastreams.sinks._internal.storage import is_object_store, object_store_filesystem
 
 PARTITION = "partition"
 OFFSET = "offset"
@@ -65,7 +65,7 @@ def under_root(root: str, *parts: str) -> str:
 
 def filesystem_for(uri: str) -> tuple[pafs.FileSystem, str]:
     """The pyarrow filesystem and in-filesystem path of a table URI or local path; an object
-    store's with the process's storage options (:mod:`sinks._internal.storage`)."""
+    store's with the process's storage options (:mod:`deltastreams.sinks._internal.storage`)."""
     if is_object_store(uri):
         return object_store_filesystem(uri)
     if "://" in uri:
@@ -187,7 +187,7 @@ def read_rows(table_uri: str, rel_path: str, schema: pa.Schema) -> pa.Table:
 def read_data_file(table_uri: str, rel_path: str, partition: int, first_offset: int = -1) -> pa.Table:
     """Read one committed file back, with its ``partition`` column restored in front. A file
     another writer appended without offsets gets ``first_offset`` onwards, in row order (where
-    the log put it: :mod:`sinks._internal.offsets`); a ``partition`` column some writers (delta-spark)
+    the log put it: :mod:`deltastreams.sinks._internal.offsets`); a ``partition`` column some writers (delta-spark)
     also store in the file gives way to the one of its path."""
     table = _read(table_uri, rel_path)
     if PARTITION in table.column_names:

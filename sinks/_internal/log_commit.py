@@ -31,8 +31,8 @@ from deltalake import DeltaTable
 from obstore.exceptions import AlreadyExistsError
 from obstore.store import LocalStore, S3Store
 
-from sinks._internal.files import PARTITION, DataFile
-from sinks._internal.storage import current_storage_options, is_object_store
+from deltastreams.sinks._internal.files import PARTITION, DataFile
+from deltastreams.sinks._internal.storage import current_storage_options, is_object_store
 
 ENGINE = "deltastreams (delta-rs)"
 INFO_KEY = "deltastreams"
@@ -233,7 +233,7 @@ def _s3_store(bucket: str, config: tuple[tuple[str, str], ...], allow_http: bool
 
 
 def commit_rewrite(uri: str, read_version: int, files: Sequence[DataFile], txns: Mapping[str, int]) -> int | None:
-    """Records rewritten from another table (a rescale, :mod:`streams.rescale`): ``files`` added as
+    """Records rewritten from another table (a rescale, :mod:`deltastreams.streams.rescale`): ``files`` added as
     version ``read_version + 1`` together with the idempotent writers' ``txn`` versions the old
     table held, so a writer rolling a decided batch forward finds it published already."""
     actions = [txn(app, version) for app, version in sorted(txns.items())] + [add(f, data_change=True) for f in files]

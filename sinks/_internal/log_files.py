@@ -18,8 +18,8 @@ from urllib.parse import unquote
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from sinks._internal.delta_log import read_commit
-from sinks._internal.files import filesystem_for
+from deltastreams.sinks._internal.delta_log import read_commit
+from deltastreams.sinks._internal.files import filesystem_for
 
 LOG_DIR = "_delta_log"
 

@@ -26,8 +26,8 @@ from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 
-from conf.errors import ExternalAppendError, LogRetentionError
-from sinks._internal.files import PARTITION, DataFile, filesystem_for
+from deltastreams.conf.errors import ExternalAppendError, LogRetentionError
+from deltastreams.sinks._internal.files import PARTITION, DataFile, filesystem_for
 
 
 def added_file(add: dict, uri: str, version: int | None) -> DataFile:
@@ -37,7 +37,7 @@ def added_file(add: dict, uri: str, version: int | None) -> DataFile:
     if raw is None:
         raise ExternalAppendError(
             f"{uri}: file {add['path']} (version {version}) has a null partition; a writer other than deltastreams must "
-            "set 'partition' on every row (Kafka's default partitioner: streams.spark.kafka_partition in Spark)",
+            "set 'partition' on every row (Kafka's default partitioner: deltastreams.streams.spark.kafka_partition in Spark)",
             uri=uri,
             path=add["path"],
         )

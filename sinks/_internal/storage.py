@@ -1,12 +1,12 @@
 """Where storage options become something a library takes: delta-rs' ``storage_options`` for
 every Delta table this project opens or creates, and pyarrow's ``S3FileSystem`` for the data
-files tasks write and read (:func:`sinks._internal.files.filesystem_for`).
+files tasks write and read (:func:`deltastreams.sinks._internal.files.filesystem_for`).
 
 The options are the process's, set once per process with :func:`use_storage_options`: by the
 application at start (from ``StreamsConfig.storage_options``) and by every task from the settings
 shipped in its plan (``BatchSettings.storage_options``), since executors are other processes,
 possibly on other machines. A process that never sets them (a tool reading a table) uses the
-AWS environment variables, as :mod:`conf.storage` reads them. A module-level setting rather
+AWS environment variables, as :mod:`deltastreams.conf.storage` reads them. A module-level setting rather
 than an argument through every file and table call: one application has one root, hence one
 store, and the calls are many (topics, logs, retention, readers on executors).
 """
@@ -21,9 +21,9 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 from deltalake import DeltaTable
 
-from conf._parse import boolean
-from conf.errors import ConfigError
-from conf.storage import storage_options_from
+from deltastreams.conf._parse import boolean
+from deltastreams.conf.errors import ConfigError
+from deltastreams.conf.storage import storage_options_from
 
 _OBJECT_STORE_SCHEMES = ("s3", "s3a")
 _options: dict[str, str] | None = None

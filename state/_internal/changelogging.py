@@ -11,13 +11,13 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from conf.errors import StateStoreError
-from state.restore import apply_changelog
-from state.stores import ChangelogEntry, KeyValueStore
+from deltastreams.conf.errors import StateStoreError
+from deltastreams.state.restore import apply_changelog
+from deltastreams.state.stores import ChangelogEntry, KeyValueStore
 
 
 class ChangeLoggingStore:
-    """A :class:`state.KeyValueStore` whose writes are pending changelog entries until committed."""
+    """A :class:`deltastreams.state.KeyValueStore` whose writes are pending changelog entries until committed."""
 
     def __init__(self, inner: KeyValueStore) -> None:
         self.inner = inner

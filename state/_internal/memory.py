@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from state.stores import ChangelogEntry
+from deltastreams.state.stores import ChangelogEntry
 
 
 class InMemoryKeyValueStore:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from rocksdict import Options, ReadOptions, Rdict, WriteBatch
 
-from state.stores import ChangelogEntry
-from conf.errors import StateStoreError
+from deltastreams.state.stores import ChangelogEntry
+from deltastreams.conf.errors import StateStoreError
 
 _META_FAMILY = "deltastreams-meta"
 

@@ -1,4 +1,4 @@
-"""The cluster recipe on several hosts (jobs.test_cluster): a master, three worker hosts, a driver
+"""The cluster recipe on several hosts (deltastreams.jobs.test_cluster): a master, three worker hosts, a driver
 host and the object store, each in a network namespace of its own with its own address and
 TMPDIR. The pageview job, spark-submitted from the driver host with an s3:// root, must run on
 executors of at least two worker hosts, keep each task's state on the disk of the host that ran
@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 from chispa import assert_df_equality
 
-import jobs.pageview
-from jobs.pageview_reference import final_counts, source_events
-from jobs.standalone_cluster import spark_home
-from jobs.test_cluster import MultiHostCluster, netns_pids
+import deltastreams.jobs.pageview
+from deltastreams.jobs.pageview_reference import final_counts, source_events
+from deltastreams.jobs.standalone_cluster import spark_home
+from deltastreams.jobs.test_cluster import MultiHostCluster, netns_pids
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -36,7 +36,7 @@ def pageview_run(cluster, tmp_path_factory):
     options = [arg for name, value in cluster.storage_options.items() for arg in ("--set", f"storage_options.{name}={value}")]
     python = cluster.python
     generate = cluster.run_on_driver(
-        [python, "-m", "jobs.pageview", "generate", "--root", root, "--events", "6000", "--seed", "11",
+        [python, "-m", "deltastreams.jobs.pageview", "generate", "--root", root, "--events", "6000", "--seed", "11",
          "--late-fraction", "0.1", "--max-lateness-ms", "20000", *options],
         capture_output=True, text=True, cwd=work, timeout=300,
     )  # fmt: skip
@@ -49,7 +49,7 @@ def pageview_run(cluster, tmp_path_factory):
         # would only slow this two-core machine down)
         "--total-executor-cores", "2",
         "--conf", "spark.sql.shuffle.partitions=3",
-        jobs.pageview.__file__, "run", "--root", root, "--until-caught-up",
+        deltastreams.jobs.pageview.__file__, "run", "--root", root, "--until-caught-up",
         "--window-ms", str(WINDOW_MS), "--grace-ms", str(GRACE_MS), "--commit-interval-ms", "200",
         # a Spark stage per sub-topology and a Spark task per deltastreams task, so the work is spread
         "--set", "single_task_records=0", *options,
@@ -58,13 +58,13 @@ def pageview_run(cluster, tmp_path_factory):
     run = cluster.run_on_driver(submit, capture_output=True, text=True, cwd=work, timeout=600)
     driver_output = run.stdout + run.stderr + ((work / "driver.log").read_text(errors="replace") if (work / "driver.log").exists() else "")
     assert run.returncode == 0, driver_output[-4000:]
-    results = cluster.run_on_driver([python, "-m", "jobs.pageview", "results", "--root", root, *options], capture_output=True, text=True, timeout=300)
+    results = cluster.run_on_driver([python, "-m", "deltastreams.jobs.pageview", "results", "--root", root, *options], capture_output=True, text=True, timeout=300)
     assert results.returncode == 0, results.stderr[-3000:]
     return {"root": root, "work": work, "driver_output": driver_output, "results": results.stdout}
 
 
 def test_pageview_counts_from_the_cluster_equal_an_independent_computation(spark, cluster, pageview_run):
-    from sinks import use_storage_options
+    from deltastreams.sinks import use_storage_options
 
     lines = pageview_run["results"].splitlines()
     assert lines[0] == "category,window_start,window_end,count"
@@ -93,7 +93,7 @@ def task_stores(tmpdir: str, root: str) -> set[str]:
     """The pageview job's task directories (``<state_dir>/<application id>/<task id>``) under a
     host's TMPDIR, where the default state_dir of an s3:// root lies."""
     bucket_and_prefix = root.split("://", 1)[1]
-    tasks = Path(tmpdir) / "deltastreams" / "s3" / bucket_and_prefix / "state" / jobs.pageview.APPLICATION_ID
+    tasks = Path(tmpdir) / "deltastreams" / "s3" / bucket_and_prefix / "state" / deltastreams.jobs.pageview.APPLICATION_ID
     return {path.name for path in tasks.glob("*_*") if path.is_dir()} if tasks.is_dir() else set()
 
 
@@ -114,7 +114,7 @@ def test_kill_host_leaves_none_of_its_processes_and_the_others_go_on(cluster):
     before = {host.name: netns_pids(host.namespace) for host in others}
     assert netns_pids(victim.namespace) and all(before.values())
     # from another process, as a developer would: the state file under the cluster's directory
-    kill = subprocess.run([cluster.python, "-m", "jobs.test_cluster", "kill-host", "3", "--dir", str(cluster.directory)], capture_output=True, text=True, timeout=60)
+    kill = subprocess.run([cluster.python, "-m", "deltastreams.jobs.test_cluster", "kill-host", "3", "--dir", str(cluster.directory)], capture_output=True, text=True, timeout=60)
     assert kill.returncode == 0 and "worker-3: killed" in kill.stdout, kill.stdout + kill.stderr
     assert netns_pids(victim.namespace) == []
     # the other hosts' processes (their workers) are the same ones, and the master still answers

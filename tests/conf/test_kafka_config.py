@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conf import StreamsConfig
-from conf.errors import ConfigError
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import ConfigError
 
 
 def test_kafka_settings_come_from_a_file_a_mapping_and_dotted_keys(tmp_path):

@@ -2,8 +2,8 @@ from datetime import timedelta
 
 import pytest
 
-from conf import RetentionConfig, StreamsConfig
-from conf.errors import ConfigError
+from deltastreams.conf import RetentionConfig, StreamsConfig
+from deltastreams.conf.errors import ConfigError
 
 
 def test_defaults_keep_retention_on_with_kafkas_delays():

@@ -1,14 +1,14 @@
 """[storage_options]: from files, mappings, --set keys and the AWS environment variables, with
-clear errors; and what they become for delta-rs and pyarrow (one place: sinks._internal.storage)."""
+clear errors; and what they become for delta-rs and pyarrow (one place: deltastreams.sinks._internal.storage)."""
 
 from __future__ import annotations
 
 import pytest
 
-from conf import StreamsConfig
-from conf.errors import ConfigError
-from sinks import current_storage_options, use_storage_options
-from sinks._internal.storage import delta_options, object_store_filesystem
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import ConfigError
+from deltastreams.sinks import current_storage_options, use_storage_options
+from deltastreams.sinks._internal.storage import delta_options, object_store_filesystem
 
 ENDPOINT = "http://127.0.0.1:9"
 

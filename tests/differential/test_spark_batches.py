@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from jobs.differential.runner import judge
-from jobs.differential.scenarios import draw_scenario
-from jobs.differential.spark_batches import compare, contract, reference_outputs, run_batched
+from deltastreams.jobs.differential.runner import judge
+from deltastreams.jobs.differential.scenarios import draw_scenario
+from deltastreams.jobs.differential.spark_batches import compare, contract, reference_outputs, run_batched
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

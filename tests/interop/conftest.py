@@ -7,12 +7,12 @@ import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
 
-from sinks import Topic
+from deltastreams.sinks import Topic
 
 
 @pytest.fixture(scope="session")
 def delta(spark):
-    from streams._internal.spark import delta_spark
+    from deltastreams.streams._internal.spark import delta_spark
 
     assert delta_spark.available(spark), f"delta-spark is not in the test session: run bin/setup (it builds {delta_spark.JARS_DIR})"
     return spark

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from conf import StreamsConfig
-from jobs import clicks, dedup, enrich
-from sinks import Topic
-from streams.app import StreamsApp
+from deltastreams.conf import StreamsConfig
+from deltastreams.jobs import clicks, dedup, enrich
+from deltastreams.sinks import Topic
+from deltastreams.streams.app import StreamsApp
 from tests.interop.conftest import assert_reads_like_us, retention_every
 
 pytestmark = pytest.mark.spark

@@ -12,11 +12,11 @@ import time
 import pyarrow as pa
 import pytest
 
-from conf import StreamsConfig
-from jobs import pageview
-from jobs.pageview_data import VALUE_TYPE
-from sinks import Topic
-from streams.app import StreamsApp
+from deltastreams.conf import StreamsConfig
+from deltastreams.jobs import pageview
+from deltastreams.jobs.pageview_data import VALUE_TYPE
+from deltastreams.sinks import Topic
+from deltastreams.streams.app import StreamsApp
 from tests.interop.conftest import assert_reads_like_us, retention_every
 
 pytestmark = pytest.mark.spark

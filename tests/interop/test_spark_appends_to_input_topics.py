@@ -1,7 +1,7 @@
 """Input topics written by Spark with delta-spark are consumed exactly: batch appends and a
 Structured Streaming writer, to a topic this project created and to one delta-spark created with
 its defaults, while the application runs and our own writer appends to the same topic. Spark
-appends no offsets (it cannot know them) and Kafka's partition (streams.spark.kafka_partition)."""
+appends no offsets (it cannot know them) and Kafka's partition (deltastreams.streams.spark.kafka_partition)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
-from conf import StreamsConfig
-from sinks import Topic, TopicLayout, create_topic, topic_uri
-from streams import StreamsBuilder
-from streams.app import StreamsApp
-from streams.spark import kafka_partition
+from deltastreams.conf import StreamsConfig
+from deltastreams.sinks import Topic, TopicLayout, create_topic, topic_uri
+from deltastreams.streams import StreamsBuilder
+from deltastreams.streams.app import StreamsApp
+from deltastreams.streams.spark import kafka_partition
 
 pytestmark = pytest.mark.spark
 

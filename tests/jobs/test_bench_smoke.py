@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from jobs import bench
+from deltastreams.jobs import bench
 
 pytestmark = pytest.mark.spark
 

@@ -1,7 +1,7 @@
 import pyarrow as pa
 
-from jobs.compact import main
-from sinks import Topic, create_topic
+from deltastreams.jobs.compact import main
+from deltastreams.sinks import Topic, create_topic
 
 
 def test_compact_cli_compacts_every_changelog_of_the_application(tmp_path, capsys):

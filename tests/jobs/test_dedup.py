@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from conf import StreamsConfig
-from jobs import dedup, enrich_harness
-from sinks import Topic
-from streams.app import StreamsApp
+from deltastreams.conf import StreamsConfig
+from deltastreams.jobs import dedup, enrich_harness
+from deltastreams.sinks import Topic
+from deltastreams.streams.app import StreamsApp
 
 pytestmark = pytest.mark.spark
 

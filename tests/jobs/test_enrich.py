@@ -8,15 +8,15 @@ import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
 
-from conf import StreamsConfig
-from conf.errors import TopologyError
-from jobs import enrich, enrich_harness
-from sinks import Topic, create_topic
-from streams.app import StreamsApp
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import TopologyError
+from deltastreams.jobs import enrich, enrich_harness
+from deltastreams.sinks import Topic, create_topic
+from deltastreams.streams.app import StreamsApp
 
 pytestmark = pytest.mark.spark
 
-ONE_ROUND = enrich_harness.ONE_ROUND  # one round of both topics per batch: see jobs.enrich_harness
+ONE_ROUND = enrich_harness.ONE_ROUND  # one round of both topics per batch: see deltastreams.jobs.enrich_harness
 
 
 def run(spark, root, **settings):
@@ -58,7 +58,7 @@ def test_joined_topics_must_be_copartitioned(spark, tmp_path):
 
 @pytest.mark.slow
 def test_kills_leave_the_enrichment_exactly_once(tmp_path):
-    # jobs.enrich_harness at small scale: a round per trial, a kill at each commit point in turn.
+    # deltastreams.jobs.enrich_harness at small scale: a round per trial, a kill at each commit point in turn.
     with open(tmp_path / "harness.log", "a") as log:
         kills, violations = enrich_harness.run(str(tmp_path), trials=4, seed=2, log=log)
     assert sum(n for point, n in kills.items() if point != "finished before the kill") >= 3, kills

@@ -2,9 +2,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from jobs.harness_log_archive import LogArchiver, history
-from sinks import create_topic
-from sinks.retention import clean_log
+from deltastreams.jobs.harness_log_archive import LogArchiver, history
+from deltastreams.sinks import create_topic
+from deltastreams.sinks.retention import clean_log
 
 
 def busy_topic(root, appends):

@@ -1,5 +1,5 @@
 """Every job command that reads a root says so when there is none (a mistyped ``--root``), in one
-line and with a non-zero exit code: not an empty result, not a traceback (:mod:`jobs.roots`)."""
+line and with a non-zero exit code: not an empty result, not a traceback (:mod:`deltastreams.jobs.roots`)."""
 
 from __future__ import annotations
 
@@ -8,24 +8,24 @@ import importlib
 import pyarrow as pa
 import pytest
 
-from conf.errors import ConfigError
-from jobs.roots import require_root
-from sinks import create_topic, root_has_topics
+from deltastreams.conf.errors import ConfigError
+from deltastreams.jobs.roots import require_root
+from deltastreams.sinks import create_topic, root_has_topics
 
 COMMANDS = [
-    ("jobs.pageview", ["results"]),
-    ("jobs.pageview", ["results", "--raw"]),
-    ("jobs.enrich", ["results"]),
-    ("jobs.clicks", ["results"]),
-    ("jobs.clicks", ["close"]),
-    ("jobs.dedup", ["results"]),
-    ("jobs.user_counts", ["check"]),
-    ("jobs.compact", ["--application-id", "pageview"]),
-    ("jobs.pageview", ["status"]),
-    ("jobs.pageview", ["reset", "--to-earliest"]),
-    ("jobs.user_counts", ["status"]),
-    ("jobs.status", ["--application-id", "pageview"]),
-    ("jobs.reset", ["--application-id", "pageview", "--to-latest"]),
+    ("deltastreams.jobs.pageview", ["results"]),
+    ("deltastreams.jobs.pageview", ["results", "--raw"]),
+    ("deltastreams.jobs.enrich", ["results"]),
+    ("deltastreams.jobs.clicks", ["results"]),
+    ("deltastreams.jobs.clicks", ["close"]),
+    ("deltastreams.jobs.dedup", ["results"]),
+    ("deltastreams.jobs.user_counts", ["check"]),
+    ("deltastreams.jobs.compact", ["--application-id", "pageview"]),
+    ("deltastreams.jobs.pageview", ["status"]),
+    ("deltastreams.jobs.pageview", ["reset", "--to-earliest"]),
+    ("deltastreams.jobs.user_counts", ["status"]),
+    ("deltastreams.jobs.status", ["--application-id", "pageview"]),
+    ("deltastreams.jobs.reset", ["--application-id", "pageview", "--to-latest"]),
 ]
 
 
@@ -39,7 +39,7 @@ def test_a_command_on_a_root_that_does_not_exist_says_so(module, command, tmp_pa
 
 
 def test_rescale_on_a_root_that_does_not_exist_says_so_itself(tmp_path, capsys):
-    from jobs import rescale
+    from deltastreams.jobs import rescale
 
     root = tmp_path / "pvv"
     assert rescale.main(["--root", str(root), "--application-id", "pageview", "--partitions", "4"]) == 2
@@ -56,7 +56,7 @@ def test_an_empty_folder_is_no_root_and_one_topic_makes_it_one(tmp_path):
 
 
 def test_results_of_a_root_whose_job_has_not_run_yet_are_empty_not_an_error(tmp_path, capsys):
-    from jobs import pageview
+    from deltastreams.jobs import pageview
 
     assert pageview.main(["generate", "--root", str(tmp_path), "--events", "10"]) == 0
     assert pageview.main(["results", "--root", str(tmp_path)]) == 0

@@ -8,7 +8,7 @@ from tests.topology.test_describe import PAGEVIEW
 
 
 def cli(*args, check=True):
-    return subprocess.run([sys.executable, "-m", "jobs.pageview", *args], capture_output=True, text=True, check=check, timeout=600)
+    return subprocess.run([sys.executable, "-m", "deltastreams.jobs.pageview", *args], capture_output=True, text=True, check=check, timeout=600)
 
 
 def test_describe_command_prints_the_two_subtopology_description():
@@ -55,7 +55,7 @@ def test_a_failing_run_says_what_failed_in_a_few_lines_and_logs_sparks_stack_tra
     damaged = sorted((tmp_path / "root" / "topics" / "pageview-events").rglob("*.parquet"))[0]
     damaged.write_bytes(b"not parquet: a disk or a copy went wrong" * 50)
     out = subprocess.run(
-        [sys.executable, "-m", "jobs.pageview", "run", "--root", root, "--until-caught-up", "--log-file", str(log)],
+        [sys.executable, "-m", "deltastreams.jobs.pageview", "run", "--root", root, "--until-caught-up", "--log-file", str(log)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
     )
     terminal = out.stdout.splitlines()

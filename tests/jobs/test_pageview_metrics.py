@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from conf import StreamsConfig
-from jobs.pageview import build_topology, generate, read_results
-from streams.app import AppState, StreamsApp
+from deltastreams.conf import StreamsConfig
+from deltastreams.jobs.pageview import build_topology, generate, read_results
+from deltastreams.streams.app import AppState, StreamsApp
 from tests.streams.metrics_support import free_port, sample, scrape
 
 EVENTS = 4000
@@ -77,7 +77,7 @@ def test_run_on_a_metrics_port_in_use_fails_at_once_with_a_clear_message(tmp_pat
         port = taken.getsockname()[1]
         started = time.monotonic()
         out = subprocess.run(
-            [sys.executable, "-m", "jobs.pageview", "run", "--root", str(tmp_path), "--metrics-port", str(port)],
+            [sys.executable, "-m", "deltastreams.jobs.pageview", "run", "--root", str(tmp_path), "--metrics-port", str(port)],
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
     assert out.returncode == 1

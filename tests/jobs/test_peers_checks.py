@@ -6,9 +6,9 @@ import json
 import pandas as pd
 from deltalake import DeltaTable
 
-from jobs.peers.checks import _delta_batches, _kafka_batches, difference
-from jobs.peers.inputs import DeltaTableAppender, RecordingAppender, source_frame
-from jobs.steady import SteadyGenerator
+from deltastreams.jobs.peers.checks import _delta_batches, _kafka_batches, difference
+from deltastreams.jobs.peers.inputs import DeltaTableAppender, RecordingAppender, source_frame
+from deltastreams.jobs.steady import SteadyGenerator
 
 
 def test_kafka_end_offsets_place_every_event_in_the_batch_that_read_it():

@@ -1,9 +1,9 @@
-"""Rescaling a stopped application's repartition topic and changelog (``jobs.rescale``), beyond Kafka.
+"""Rescaling a stopped application's repartition topic and changelog (``deltastreams.jobs.rescale``), beyond Kafka.
 
 The pageview count runs part of its input with P partitions and is stopped by a failure right after
 its upstream sub-topology committed a batch (so the repartition topic holds records not yet
 consumed, as a crash leaves it); the rescale moves to N partitions; the rest of the input runs;
-the final counts must equal an independent computation of the rule (streams.rescale's docstring),
+the final counts must equal an independent computation of the rule (deltastreams.streams.rescale's docstring),
 written here without the project's processing code.
 """
 
@@ -20,14 +20,14 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from conf import StreamsConfig
-from jobs.pageview import APPLICATION_ID, build_topology, input_topic, read_results
-from jobs.pageview_data import VALUE_TYPE
-from sinks import Topic, partition_for
-from streams.app import StreamsApp
-from streams.errors import DeltaStreamsError
-from streams.rescale import RescaleError, rescale
-from streams.runtime import RESCALE_CRASH_POINTS as RESCALE_POINTS
+from deltastreams.conf import StreamsConfig
+from deltastreams.jobs.pageview import APPLICATION_ID, build_topology, input_topic, read_results
+from deltastreams.jobs.pageview_data import VALUE_TYPE
+from deltastreams.sinks import Topic, partition_for
+from deltastreams.streams.app import StreamsApp
+from deltastreams.streams.errors import DeltaStreamsError
+from deltastreams.streams.rescale import RescaleError, rescale
+from deltastreams.streams.runtime import RESCALE_CRASH_POINTS as RESCALE_POINTS
 
 WINDOW_MS, GRACE_MS = 5000, 20_000
 T0 = 1_700_000_000_000
@@ -155,7 +155,7 @@ def run_until_stopped_after_upstream_commit(spark, root: str, partitions: int, m
     """Run input versions 1 and 2 (one trigger each); fail the process right after the upstream
     sub-topology decided trigger 2's batch (the third decision): its repartition records are then
     committed (rolled forward by the next start, or the rescale) and not consumed."""
-    from streams._internal.runtime import committer
+    from deltastreams.streams._internal.runtime import committer
 
     reached = {"n": 0}
 
@@ -226,7 +226,7 @@ def test_rescaled_run_matches_an_independent_computation_of_the_rule(spark, tmp_
 def logical_state(root: str) -> dict:
     """What the rescale produced, independent of files and table ids: the repartition records per
     partition in offset order, the changelog's state per partition, the downstream's position."""
-    from sinks.transaction import decided_batches
+    from deltastreams.sinks.transaction import decided_batches
 
     rep = Topic.open(root, REPARTITION).read().to_pandas()
     log = Topic.open(root, CHANGELOG).read().to_pandas()
@@ -254,7 +254,7 @@ def rescale_cli(root: str, partitions: int, *, crash_at: str | None = None, min_
     if crash_at:
         env["DELTASTREAMS_CRASH_AT"] = crash_at
     return subprocess.run(
-        [sys.executable, "-m", "jobs.rescale", "--root", root, "--application-id", APPLICATION_ID, "--partitions", str(partitions), "--min-idle-s", str(min_idle_s)],
+        [sys.executable, "-m", "deltastreams.jobs.rescale", "--root", root, "--application-id", APPLICATION_ID, "--partitions", str(partitions), "--min-idle-s", str(min_idle_s)],
         capture_output=True, text=True, env=env, timeout=300,
     )
 

@@ -23,15 +23,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from conf import StreamsConfig
-from conf.errors import ConfigError
-from jobs.pageview import APPLICATION_ID, OUTPUT_TOPIC, RAW_SCHEMA, build_topology, generate, read_results
-from jobs.pageview_data import generate_events
-from sinks import Topic
-from streams.app import StreamsApp
-from streams.reset import ResetError, ResetTarget, reset
-from streams.runtime import RESET_CRASH_POINTS
-from streams.status import application_status, format_status
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import ConfigError
+from deltastreams.jobs.pageview import APPLICATION_ID, OUTPUT_TOPIC, RAW_SCHEMA, build_topology, generate, read_results
+from deltastreams.jobs.pageview_data import generate_events
+from deltastreams.sinks import Topic
+from deltastreams.streams.app import StreamsApp
+from deltastreams.streams.reset import ResetError, ResetTarget, reset
+from deltastreams.streams.runtime import RESET_CRASH_POINTS
+from deltastreams.streams.status import application_status, format_status
 
 GRACE_MS = 60_000
 EVENTS_PER_SECOND = 100
@@ -79,7 +79,7 @@ def root(ran, tmp_path) -> str:
 
 def cli(*args, check=True, env=None):
     return subprocess.run(
-        [sys.executable, "-m", "jobs.pageview", *args], capture_output=True, text=True, check=check, timeout=300, env=env, cwd=WORKTREE
+        [sys.executable, "-m", "deltastreams.jobs.pageview", *args], capture_output=True, text=True, check=check, timeout=300, env=env, cwd=WORKTREE
     )
 
 
@@ -110,7 +110,7 @@ def test_status_of_a_stopped_application_shows_its_last_batch_and_the_lag_append
     assert as_json["state"] == "stopped"
     assert as_json["subtopologies"][0]["inputs"][0]["lag_records"] == 300
     generic = subprocess.run(
-        [sys.executable, "-m", "jobs.status", "--root", root, "--application-id", APPLICATION_ID], capture_output=True, text=True, check=True, cwd=WORKTREE
+        [sys.executable, "-m", "deltastreams.jobs.status", "--root", root, "--application-id", APPLICATION_ID], capture_output=True, text=True, check=True, cwd=WORKTREE
     ).stdout
     assert generic.startswith(f"application pageview under {root}: STOPPED") and "lag 1 versions, 300 records" in generic
     assert listing(root) == before
@@ -120,7 +120,7 @@ def test_status_of_a_stopped_application_shows_its_last_batch_and_the_lag_append
 def test_status_while_the_application_runs_shows_it_held_and_alive_and_reset_refuses(root):
     env = {**os.environ, "PYTHONPATH": WORKTREE}
     driver = subprocess.Popen(
-        [sys.executable, "-m", "jobs.pageview", "run", "--root", root, "--commit-interval-ms", "100", "--grace-ms", str(GRACE_MS)],
+        [sys.executable, "-m", "deltastreams.jobs.pageview", "run", "--root", root, "--commit-interval-ms", "100", "--grace-ms", str(GRACE_MS)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=WORKTREE,
     )  # fmt: skip
     try:
@@ -201,8 +201,8 @@ def test_reset_to_a_version_reprocesses_only_the_later_versions(spark, root):
 
 @pytest.mark.spark
 def test_reset_to_a_timestamp_rereads_the_versions_committed_from_then_on(root):
-    from sinks import open_table
-    from sinks.topics import topic_uri
+    from deltastreams.sinks import open_table
+    from deltastreams.sinks.topics import topic_uri
 
     history = {c["version"]: c["timestamp"] for c in open_table(topic_uri(root, "pageview-events")).history()}
     reset(topology(), config(root), ResetTarget(timestamp_ms=history[3]))

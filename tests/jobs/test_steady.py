@@ -8,9 +8,9 @@ import numpy as np
 import pyarrow.compute as pc
 import pytest
 
-from jobs.pageview import INPUT_TOPIC, generate_steady, input_topic
-from jobs.steady import SteadyGenerator
-from sinks import Topic
+from deltastreams.jobs.pageview import INPUT_TOPIC, generate_steady, input_topic
+from deltastreams.jobs.steady import SteadyGenerator
+from deltastreams.sinks import Topic
 
 
 def test_steady_stream_appends_rate_times_duration_stamped_with_append_time(tmp_path):
@@ -62,14 +62,14 @@ def test_stop_ends_an_unbounded_stream_after_the_append_in_progress(tmp_path):
     ],
 )
 def test_generate_takes_either_events_or_rate(tmp_path, args, message):
-    out = subprocess.run([sys.executable, "-m", "jobs.pageview", "generate", "--root", str(tmp_path), *args], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "deltastreams.jobs.pageview", "generate", "--root", str(tmp_path), *args], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and message in out.stderr
 
 
 def test_generate_with_rate_stops_on_sigterm_and_reports_what_it_appended(tmp_path):
     status = tmp_path / "status.json"
     process = subprocess.Popen(
-        [sys.executable, "-m", "jobs.pageview", "generate", "--root", str(tmp_path / "root"), "--rate", "1000", "--status-file", str(status)],
+        [sys.executable, "-m", "deltastreams.jobs.pageview", "generate", "--root", str(tmp_path / "root"), "--rate", "1000", "--status-file", str(status)],
         stderr=subprocess.PIPE,
         text=True,
     )

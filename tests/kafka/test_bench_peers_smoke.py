@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from jobs import bench_peers
+from deltastreams.jobs import bench_peers
 
 pytestmark = pytest.mark.slow
 

@@ -10,11 +10,11 @@ import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from conf.errors import TopicError
-from conf.kafka import KafkaConfig
-from sinks.kafka import KafkaTopic, OffsetOutOfRangeError, read_range
-from streams import StreamsBuilder
-from streams._internal.runtime.kafka_sources import NEVER_READ, KafkaSources
+from deltastreams.conf.errors import TopicError
+from deltastreams.conf.kafka import KafkaConfig
+from deltastreams.sinks.kafka import KafkaTopic, OffsetOutOfRangeError, read_range
+from deltastreams.streams import StreamsBuilder
+from deltastreams.streams._internal.runtime.kafka_sources import NEVER_READ, KafkaSources
 
 
 def sources(broker, topic, **settings):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from sinks.kafka import KafkaTopic, end_offsets, read_range
-from sinks.kafka_publisher import KILL_POINTS, NO_BATCH, FencedError, KafkaPublisher, publish_missing
+from deltastreams.sinks.kafka import KafkaTopic, end_offsets, read_range
+from deltastreams.sinks.kafka_publisher import KILL_POINTS, NO_BATCH, FencedError, KafkaPublisher, publish_missing
 
 
 def batch(start, n):

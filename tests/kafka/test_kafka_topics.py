@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
 
-from conf.errors import ConfigError, TopicNotFoundError
-from sinks.kafka import KafkaTopic, encode, partition_count, read_range, watermarks
+from deltastreams.conf.errors import ConfigError, TopicNotFoundError
+from deltastreams.sinks.kafka import KafkaTopic, encode, partition_count, read_range, watermarks
 
 
 def produce(broker, topic, records):

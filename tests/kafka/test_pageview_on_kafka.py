@@ -10,14 +10,14 @@ import sys
 import pandas as pd
 import pytest
 
-from jobs import pageview
-from jobs.pageview_data import generate_events
-from sinks import Topic
-from sinks.kafka import end_offsets, read_range
+from deltastreams.jobs import pageview
+from deltastreams.jobs.pageview_data import generate_events
+from deltastreams.sinks import Topic
+from deltastreams.sinks.kafka import end_offsets, read_range
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "jobs.pageview", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "deltastreams.jobs.pageview", *args], capture_output=True, text=True, timeout=600)
 
 
 def test_generate_to_kafka_produces_the_events_generate_appends(fresh_broker, tmp_path):

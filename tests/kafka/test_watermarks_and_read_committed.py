@@ -3,7 +3,7 @@ used before had neither, and the project worked around both):
 
 - a partition's high watermark after a batching producer is its last offset + 1, so the planner
   sees a partition's whole tail (our producers batch);
-- ``isolation.level=read_committed`` readers (librdkafka's default, and :mod:`sinks.kafka`'s)
+- ``isolation.level=read_committed`` readers (librdkafka's default, and :mod:`deltastreams.sinks.kafka`'s)
   never see the records of aborted transactions, and a partition's end for them stops before an
   open transaction: what exactly-once *into* Kafka needs (tests/kafka/test_kafka_sink_kill_points.py)."""
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from sinks.kafka import KafkaTopic, read_range, watermarks
+from deltastreams.sinks.kafka import KafkaTopic, read_range, watermarks
 
 
 def consume_all(broker, topic, isolation):

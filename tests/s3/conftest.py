@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from jobs.s3_server import S3Server, S3Unavailable
+from deltastreams.jobs.s3_server import S3Server, S3Unavailable
 
 _prefixes = itertools.count()
 
@@ -33,7 +33,7 @@ def s3_root(s3_server):
 def s3_options(s3_server):
     """This process reaches the server with its options (as an application sets them at start);
     afterwards back to the environment's."""
-    from sinks import use_storage_options
+    from deltastreams.sinks import use_storage_options
 
     use_storage_options(s3_server.storage_options)
     yield s3_server.storage_options

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from conf.errors import ConfigError
-from sinks import require_reachable, use_storage_options
+from deltastreams.conf.errors import ConfigError
+from deltastreams.sinks import require_reachable, use_storage_options
 
 
 @pytest.mark.parametrize(
@@ -35,14 +35,14 @@ def test_a_usable_root_passes_even_before_anything_is_written(s3_options):
 def test_the_job_says_so_on_the_command_line_without_a_traceback(s3_options, tmp_path):
     settings = [arg for name, value in {**s3_options, "AWS_SECRET_ACCESS_KEY": "wrong"}.items() for arg in ("--set", f"storage_options.{name}={value}")]
     for command in (["run", "--until-caught-up", "--set", f"state_dir={tmp_path}"], ["results"], ["generate", "--events", "10"]):
-        out = subprocess.run([sys.executable, "-m", "jobs.pageview", command[0], "--root", "s3://deltastreams/app", *command[1:], *settings],
+        out = subprocess.run([sys.executable, "-m", "deltastreams.jobs.pageview", command[0], "--root", "s3://deltastreams/app", *command[1:], *settings],
                              capture_output=True, text=True, timeout=120)  # fmt: skip
         assert out.returncode == 1, (command, out.stderr[-2000:])
         assert "error: cannot use the root s3://deltastreams/app" in out.stderr and "Traceback" not in out.stderr, (command, out.stderr[-2000:])
 
 
 def test_results_on_an_s3_root_with_nothing_under_it_say_there_is_no_root(s3_options, capsys):
-    from jobs import pageview
+    from deltastreams.jobs import pageview
 
     settings = [arg for name, value in s3_options.items() for arg in ("--set", f"storage_options.{name}={value}")]
     assert pageview.main(["results", "--root", "s3://deltastreams/nothing-here-yet", *settings]) == 1

@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 from chispa import assert_df_equality
 
-import jobs.pageview
-from conf import StreamsConfig, storage
-from jobs.pageview_reference import final_counts, source_events
-from jobs.standalone_cluster import StandaloneCluster, cluster_environment, spark_home
+import deltastreams.jobs.pageview
+from deltastreams.conf import StreamsConfig, storage
+from deltastreams.jobs.pageview_reference import final_counts, source_events
+from deltastreams.jobs.standalone_cluster import StandaloneCluster, cluster_environment, spark_home
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -37,7 +37,7 @@ def test_spark_submit_runs_the_pageview_job_on_the_workers_with_an_s3_root(spark
     environment = {k: v for k, v in cluster_environment(sys.executable).items() if k not in storage.ENVIRONMENT}
     options = [arg for name, value in s3_server.storage_options.items() for arg in ("--set", f"storage_options.{name}={value}")]
     generate = subprocess.run(
-        [sys.executable, "-m", "jobs.pageview", "generate", "--root", s3_root, "--events", "20000", "--seed", "11",
+        [sys.executable, "-m", "deltastreams.jobs.pageview", "generate", "--root", s3_root, "--events", "20000", "--seed", "11",
          "--late-fraction", "0.1", "--max-lateness-ms", "20000", "--batches", "3", *options],
         capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=300,
     )  # fmt: skip
@@ -47,7 +47,7 @@ def test_spark_submit_runs_the_pageview_job_on_the_workers_with_an_s3_root(spark
         "--master", cluster.master_url,
         "--executor-memory", "1g",
         "--conf", "spark.sql.shuffle.partitions=3",
-        jobs.pageview.__file__, "run", "--root", s3_root, "--until-caught-up",
+        deltastreams.jobs.pageview.__file__, "run", "--root", s3_root, "--until-caught-up",
         "--window-ms", str(WINDOW_MS), "--grace-ms", str(GRACE_MS), "--commit-interval-ms", "200",
         "--max-records-per-batch", "8000",
         # a Spark stage per sub-topology and a Spark task per deltastreams task, so the work is spread
@@ -67,12 +67,12 @@ def test_spark_submit_runs_the_pageview_job_on_the_workers_with_an_s3_root(spark
     assert sum(tasks_per_executor.values()) > 0, tasks_per_executor
     assert "Starting executor ID driver" not in driver_output
     # State went to the local default for an object-store root, nothing to a relative "s3:" path.
-    state_dir = Path(StreamsConfig.load({"application_id": jobs.pageview.APPLICATION_ID, "root": s3_root}).local_state_dir)
-    assert (state_dir / jobs.pageview.APPLICATION_ID).is_dir() and not (tmp_path / "s3:").exists()
+    state_dir = Path(StreamsConfig.load({"application_id": deltastreams.jobs.pageview.APPLICATION_ID, "root": s3_root}).local_state_dir)
+    assert (state_dir / deltastreams.jobs.pageview.APPLICATION_ID).is_dir() and not (tmp_path / "s3:").exists()
     shutil.rmtree(state_dir)
 
     results = subprocess.run(
-        [sys.executable, "-m", "jobs.pageview", "results", "--root", s3_root, *options], capture_output=True, text=True, env=environment, timeout=300
+        [sys.executable, "-m", "deltastreams.jobs.pageview", "results", "--root", s3_root, *options], capture_output=True, text=True, env=environment, timeout=300
     )
     assert results.returncode == 0, results.stderr[-3000:]
     lines = results.stdout.splitlines()

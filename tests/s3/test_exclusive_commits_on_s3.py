@@ -11,11 +11,11 @@ import pyarrow.fs as pafs
 import pytest
 from deltalake.exceptions import CommitFailedError
 
-from conf.errors import ConfigError, ProducerFencedError
-from sinks import Topic, commit_files, create_topic, require_exclusive_commits
-from sinks.retention import optimize_files
-from sinks._internal import commit_probe
-from sinks.transaction import DecidedBatch, TransactionLog
+from deltastreams.conf.errors import ConfigError, ProducerFencedError
+from deltastreams.sinks import Topic, commit_files, create_topic, require_exclusive_commits
+from deltastreams.sinks.retention import optimize_files
+from deltastreams.sinks._internal import commit_probe
+from deltastreams.sinks.transaction import DecidedBatch, TransactionLog
 
 
 def test_racing_writers_with_retries_off_exactly_one_wins(s3_root):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from jobs.harness_log_archive import ARCHIVE, LogArchiver, history
-from sinks.retention import clean_log
+from deltastreams.jobs.harness_log_archive import ARCHIVE, LogArchiver, history
+from deltastreams.sinks.retention import clean_log
 from tests.jobs.test_harness_log_archive import busy_topic
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs import crash_harness
+from deltastreams.jobs import crash_harness
 from tests.racing_instances import race
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

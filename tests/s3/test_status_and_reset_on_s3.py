@@ -9,13 +9,13 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
-from conf import StreamsConfig
-from jobs.pageview import APPLICATION_ID, build_topology, generate
-from sinks import Topic, create_topic, filesystem_for, under_root
-from sinks.transaction import DecidedBatch, TransactionLog
-from streams._internal.runtime.heartbeat import Heartbeat
-from streams.reset import ResetError, ResetTarget, reset
-from streams.status import application_status, format_status
+from deltastreams.conf import StreamsConfig
+from deltastreams.jobs.pageview import APPLICATION_ID, build_topology, generate
+from deltastreams.sinks import Topic, create_topic, filesystem_for, under_root
+from deltastreams.sinks.transaction import DecidedBatch, TransactionLog
+from deltastreams.streams._internal.runtime.heartbeat import Heartbeat
+from deltastreams.streams.reset import ResetError, ResetTarget, reset
+from deltastreams.streams.status import application_status, format_status
 
 REPARTITION = f"{APPLICATION_ID}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from sinks import Topic, create_topic, filesystem_for, partition_for, root_has_topics
+from deltastreams.sinks import Topic, create_topic, filesystem_for, partition_for, root_has_topics
 
 VALUE = pa.struct([("user_id", pa.string()), ("duration_s", pa.int32())])
 

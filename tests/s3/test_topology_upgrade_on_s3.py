@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from conf import StreamsConfig
-from jobs.pageview import APPLICATION_ID, build_topology
-from sinks.transaction import DecidedBatch, TransactionLog, log_property
-from streams._internal.runtime.topology_guard import TOPOLOGY_PROPERTY, check_topology_upgrade
-from streams.errors import TopologyUpgradeError
+from deltastreams.conf import StreamsConfig
+from deltastreams.jobs.pageview import APPLICATION_ID, build_topology
+from deltastreams.sinks.transaction import DecidedBatch, TransactionLog, log_property
+from deltastreams.streams._internal.runtime.topology_guard import TOPOLOGY_PROPERTY, check_topology_upgrade
+from deltastreams.streams.errors import TopologyUpgradeError
 
 
 def test_the_recorded_topology_refuses_an_unnamed_filter_upstream_of_the_count_on_s3(s3_root):

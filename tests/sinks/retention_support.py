@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from sinks import Topic, create_topic
-from sinks._internal.delta_log import snapshot_files
+from deltastreams.sinks import Topic, create_topic
+from deltastreams.sinks._internal.delta_log import snapshot_files
 
 
 def changelog(root, name="app-store-changelog", partitions=2) -> Topic:

@@ -4,8 +4,8 @@ from datetime import timedelta
 import pytest
 from deltalake import DeltaTable
 
-from sinks import Topic
-from sinks.retention import (
+from deltastreams.sinks import Topic
+from deltastreams.sinks.retention import (
     COMPACT_AFTER_COMMIT,
     COMPACT_AFTER_WATERMARK,
     COMPACT_AFTER_WRITE,

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from conf.errors import ExternalAppendError, LogRetentionError
-from sinks import Topic, create_topic, files_added
+from deltastreams.conf.errors import ExternalAppendError, LogRetentionError
+from deltastreams.sinks import Topic, create_topic, files_added
 
 KEYS = pa.string()
 
@@ -79,7 +79,7 @@ def test_without_the_commits_that_order_them_offsets_cannot_be_assigned(topic, t
     assert Topic.open(str(tmp_path), "events").read()["offset"].to_pylist() == [0, 1]  # from the checkpoint on
     topic.delta_table().create_checkpoint()  # version 2 holds the file without offsets
     (tmp_path / "topics" / "events" / "_delta_log" / f"{2:020d}.json").unlink()
-    from sinks._internal import offsets
+    from deltastreams.sinks._internal import offsets
 
     offsets._LOGS.clear()  # a new process
     with pytest.raises(LogRetentionError, match=r"holds records appended without offsets, and the commit files that order them"):

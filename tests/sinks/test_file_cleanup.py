@@ -4,8 +4,8 @@ from datetime import timedelta
 
 import pyarrow as pa
 
-from sinks._internal.files import write_partition_file
-from sinks.retention import (
+from deltastreams.sinks._internal.files import write_partition_file
+from deltastreams.sinks.retention import (
     FILES_AFTER_COMMIT,
     FILES_AFTER_DELETE,
     FILES_DURING_DELETE,
@@ -13,7 +13,7 @@ from sinks.retention import (
     delete_unreferenced,
     purge_consumed,
 )
-from sinks.transaction import DecidedBatch, TablePublication
+from deltastreams.sinks.transaction import DecidedBatch, TablePublication
 from tests.sinks.retention_support import append_values, files_on_disk, sink, snapshot_paths
 
 ORPHAN = timedelta(minutes=5)

@@ -3,11 +3,11 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from conf.errors import CommitError, LogRetentionError
-from sinks import Topic
-from sinks._internal.delta_log import commit_path, files_added
-from sinks.retention import LOG_AFTER_CHECKPOINT, LOG_AFTER_DELETE, LOG_DURING_DELETE, clean_log, clean_transaction_log
-from sinks.transaction import DecidedBatch, TablePublication, TransactionLog
+from deltastreams.conf.errors import CommitError, LogRetentionError
+from deltastreams.sinks import Topic
+from deltastreams.sinks._internal.delta_log import commit_path, files_added
+from deltastreams.sinks.retention import LOG_AFTER_CHECKPOINT, LOG_AFTER_DELETE, LOG_DURING_DELETE, clean_log, clean_transaction_log
+from deltastreams.sinks.transaction import DecidedBatch, TablePublication, TransactionLog
 from tests.sinks.retention_support import append_values, sink
 
 

@@ -3,8 +3,8 @@ from datetime import timedelta
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from sinks._internal.delta_log import files_added, snapshot_files
-from sinks.retention import EXPIRE_AFTER_COMMIT, OPTIMIZE_AFTER_COMMIT, OPTIMIZE_AFTER_WRITE, expire_oldest, optimize_files
+from deltastreams.sinks._internal.delta_log import files_added, snapshot_files
+from deltastreams.sinks.retention import EXPIRE_AFTER_COMMIT, OPTIMIZE_AFTER_COMMIT, OPTIMIZE_AFTER_WRITE, expire_oldest, optimize_files
 from tests.sinks.retention_support import append_values, files_on_disk, read_all_versions, sink, snapshot_paths
 
 BIG = 1 << 30

@@ -3,9 +3,9 @@ import random
 import pyarrow as pa
 import pytest
 
-from sinks import murmur2, partition_for, partitions_for
-from sinks.partitioner import murmur2_many
-from sinks.serde import key_bytes
+from deltastreams.sinks import murmur2, partition_for, partitions_for
+from deltastreams.sinks.partitioner import murmur2_many
+from deltastreams.sinks.serde import key_bytes
 
 # Kafka's UtilsTest.testMurmur2 vectors (signed 32-bit results of Utils.murmur2).
 KAFKA_VECTORS = {

@@ -2,10 +2,10 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
-from conf.errors import RetentionError
-from sinks import Topic
-from sinks._internal import delta_log
-from sinks.retention import PURGE_AFTER_COMMIT, consumed_offsets, purge_consumed
+from deltastreams.conf.errors import RetentionError
+from deltastreams.sinks import Topic
+from deltastreams.sinks._internal import delta_log
+from deltastreams.sinks.retention import PURGE_AFTER_COMMIT, consumed_offsets, purge_consumed
 from tests.sinks.retention_support import append_values, files_on_disk, read_all_versions, sink, snapshot_paths
 
 

@@ -1,8 +1,8 @@
 import pyarrow as pa
 import pytest
 
-from sinks import Topic, create_topic, partition_for
-from streams.errors import RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError
+from deltastreams.sinks import Topic, create_topic, partition_for
+from deltastreams.streams.errors import RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError
 
 VALUE = pa.struct([("user_id", pa.string()), ("duration_s", pa.int32())])
 
@@ -101,7 +101,7 @@ def test_reserved_column_names_are_refused(tmp_path):
 
 
 def test_latest_version_finds_new_commits_by_probing_the_log(topic):
-    from sinks import latest_version
+    from deltastreams.sinks import latest_version
 
     start = topic.version()
     assert latest_version(topic.uri, start) == start  # nothing new: one probe

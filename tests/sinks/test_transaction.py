@@ -3,9 +3,9 @@ import pytest
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
-from sinks import KnownVersion, create_topic
-from sinks.transaction import DecidedBatch, TablePublication, TransactionLog, decided_batches
-from streams.errors import ProducerFencedError
+from deltastreams.sinks import KnownVersion, create_topic
+from deltastreams.sinks.transaction import DecidedBatch, TablePublication, TransactionLog, decided_batches
+from deltastreams.streams.errors import ProducerFencedError
 
 
 def staged_batch(topic, seq, records):
@@ -115,8 +115,8 @@ def test_properties_kept_with_the_next_decision_appear_with_it_and_survive_log_c
     """A property set for the next decision (the committed topology) is invisible until a batch is
     decided, then visible in the same commit; later batches keep it without writing it again, and
     it is table state, so log retention (a checkpoint, then old commits deleted) keeps it."""
-    from sinks.retention import clean_transaction_log
-    from sinks.transaction import log_property
+    from deltastreams.sinks.retention import clean_transaction_log
+    from deltastreams.sinks.transaction import log_property
 
     topic, log = setup
     uri = str(tmp_path / "txlog")
@@ -143,6 +143,6 @@ def test_a_fenced_instance_records_no_property(setup, tmp_path):
     first.keep_with_next_decision({"deltastreams.topology": "zombie's"})
     with pytest.raises(ProducerFencedError):
         first.decide(staged_batch(topic, 0, records(["a"])))
-    from sinks.transaction import log_property
+    from deltastreams.sinks.transaction import log_property
 
     assert log_property(str(tmp_path / "txlog"), "deltastreams.topology") is None

@@ -1,8 +1,8 @@
 import pytest
 
-from conf.errors import StateStoreError
-from state import ChangeLoggingStore, ChangelogEntry, InMemoryKeyValueStore, RocksDBKeyValueStore, TimeKeyedStore, apply_changelog
-from state.window import time_key
+from deltastreams.conf.errors import StateStoreError
+from deltastreams.state import ChangeLoggingStore, ChangelogEntry, InMemoryKeyValueStore, RocksDBKeyValueStore, TimeKeyedStore, apply_changelog
+from deltastreams.state.window import time_key
 
 
 @pytest.fixture(params=["memory", "rocksdb"])
@@ -133,7 +133,7 @@ def test_a_store_with_pending_writes_refuses_to_restore_committed_entries(make_s
 
 
 def test_a_corrupt_store_is_not_mistaken_for_a_locked_one():
-    from state._internal.rocksdb import held_elsewhere
+    from deltastreams.state._internal.rocksdb import held_elsewhere
 
     assert held_elsewhere(Exception("IO error: While lock file: /s/t/store/LOCK: Resource temporarily unavailable"))
     assert held_elsewhere(Exception("IO error: lock hold by current process, acquire time 1 acquiring thread 2: /s/LOCK: No locks available"))

@@ -11,8 +11,8 @@ from collections import Counter
 
 import pytest
 
-from conf.errors import TopologyError
-from streams import StreamsBuilder, TimeWindows, TopologyTestDriver
+from deltastreams.conf.errors import TopologyError
+from deltastreams.streams import StreamsBuilder, TimeWindows, TopologyTestDriver
 
 
 def build():

@@ -1,4 +1,4 @@
-from streams import StreamsBuilder, TimeWindows, TopologyTestDriver
+from deltastreams.streams import StreamsBuilder, TimeWindows, TopologyTestDriver
 
 
 def test_reduce_uses_kafkas_argument_order_and_first_value_as_start():

@@ -1,6 +1,6 @@
 import pytest
 
-from streams import ProcessingError, RecordError, StreamsBuilder, TimeWindows, TopologyTestDriver
+from deltastreams.streams import ProcessingError, RecordError, StreamsBuilder, TimeWindows, TopologyTestDriver
 
 
 def pageview_like():

@@ -13,13 +13,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from conf.errors import ProcessingError, TopologyError
-from jobs import dedup
-from sinks.serde import array_from_key_bytes, key_bytes
-from state import ChangeLoggingStore, RocksDBKeyValueStore
-from streams import StreamsBuilder, TopologyTestDriver
-from streams.processor import BatchProcessor, Processor, PunctuationType, Stores
-from streams._internal.processing.batch_stores import BatchKeyValueStore
+from deltastreams.conf.errors import ProcessingError, TopologyError
+from deltastreams.jobs import dedup
+from deltastreams.sinks.serde import array_from_key_bytes, key_bytes
+from deltastreams.state import ChangeLoggingStore, RocksDBKeyValueStore
+from deltastreams.streams import StreamsBuilder, TopologyTestDriver
+from deltastreams.streams.processor import BatchProcessor, Processor, PunctuationType, Stores
+from deltastreams.streams._internal.processing.batch_stores import BatchKeyValueStore
 
 
 def _events(seed: int, n: int = 400) -> list[tuple[str, str, int]]:

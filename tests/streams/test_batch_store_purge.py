@@ -9,9 +9,9 @@ import random
 import pyarrow as pa
 import pytest
 
-from conf.errors import ProcessingError
-from state import ChangeLoggingStore, InMemoryKeyValueStore
-from streams._internal.processing.batch_stores import BatchKeyValueStore
+from deltastreams.conf.errors import ProcessingError
+from deltastreams.state import ChangeLoggingStore, InMemoryKeyValueStore
+from deltastreams.streams._internal.processing.batch_stores import BatchKeyValueStore
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from streams._internal.runtime.checkpoints import fresh_checkpoint
+from deltastreams.streams._internal.runtime.checkpoints import fresh_checkpoint
 
 
 def test_each_instance_gets_a_fresh_checkpoint_and_only_the_previous_instances_is_kept(tmp_path):

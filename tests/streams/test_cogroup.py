@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams import ProcessingError, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, TopologyError, TopologyTestDriver
+from deltastreams.streams import ProcessingError, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, TopologyError, TopologyTestDriver
 
 
 def concat(key, value, agg):

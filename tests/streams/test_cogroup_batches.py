@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from streams import SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, TopologyTestDriver
+from deltastreams.streams import SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, TopologyTestDriver
 
 
 def add(key, value, agg):

@@ -5,11 +5,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from conf import StreamsConfig
-from conf.errors import BatchTimedOutError
-from sinks import DataFile
-from streams._internal.runtime.committer import Committer
-from streams._internal.runtime.plan import WrittenFile
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import BatchTimedOutError
+from deltastreams.sinks import DataFile
+from deltastreams.streams._internal.runtime.committer import Committer
+from deltastreams.streams._internal.runtime.plan import WrittenFile
 
 
 def written(age_ms: float) -> WrittenFile:

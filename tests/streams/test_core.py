@@ -7,14 +7,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from state import ChangeLoggingStore, InMemoryKeyValueStore
-from streams import ProcessingError, StreamsBuilder, TimeWindows, TopologyError, TopologyTestDriver
-from streams._internal.processing.flow import Flow
-from streams._internal.processing.operator import Operator, ProcessContext
-from streams.core import TaskProcessor
-from topology.graph import GraphBuilder
-from topology.nodes import Node, SinkNode, SourceNode
-from topology.records import REJECTED, VALUE
+from deltastreams.state import ChangeLoggingStore, InMemoryKeyValueStore
+from deltastreams.streams import ProcessingError, StreamsBuilder, TimeWindows, TopologyError, TopologyTestDriver
+from deltastreams.streams._internal.processing.flow import Flow
+from deltastreams.streams._internal.processing.operator import Operator, ProcessContext
+from deltastreams.streams.core import TaskProcessor
+from deltastreams.topology.graph import GraphBuilder
+from deltastreams.topology.nodes import Node, SinkNode, SourceNode
+from deltastreams.topology.records import REJECTED, VALUE
 
 
 @dataclass(frozen=True)

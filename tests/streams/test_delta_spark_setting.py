@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from conf import DeltaSpark, StreamsConfig
-from conf.errors import ConfigError
-from streams._internal.spark import delta_spark
+from deltastreams.conf import DeltaSpark, StreamsConfig
+from deltastreams.conf.errors import ConfigError
+from deltastreams.streams._internal.spark import delta_spark
 
 
 def test_the_setting_is_parsed_and_defaults_to_auto():

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-import streams
-import streams.testing
+import deltastreams.streams
+import deltastreams.streams.testing
 
 
-@pytest.mark.parametrize("module", [streams, streams.testing], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [deltastreams.streams, deltastreams.streams.testing], ids=lambda m: m.__name__)
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

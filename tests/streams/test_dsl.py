@@ -1,6 +1,6 @@
 import pytest
 
-from streams import StreamsBuilder, Suppressed, TimeWindows, TopologyError
+from deltastreams.streams import StreamsBuilder, Suppressed, TimeWindows, TopologyError
 
 
 def test_aggregating_an_ungrouped_stream_names_the_operator():
@@ -58,7 +58,7 @@ def test_empty_topology_is_refused():
 
 
 def test_map_values_accepts_value_only_and_key_value_functions():
-    from streams import TopologyTestDriver
+    from deltastreams.streams import TopologyTestDriver
 
     builder = StreamsBuilder()
     builder.stream("in").map_values(lambda v: v + 1).map_values(lambda k, v: f"{k}:{v}").to("out")
@@ -68,7 +68,7 @@ def test_map_values_accepts_value_only_and_key_value_functions():
 
 
 def test_builtins_are_value_mappers_where_kafka_takes_a_value_mapper():
-    from streams import TopologyTestDriver
+    from deltastreams.streams import TopologyTestDriver
 
     builder = StreamsBuilder()
     source = builder.stream("in")
@@ -86,7 +86,7 @@ def test_builtins_are_value_mappers_where_kafka_takes_a_value_mapper():
 
 
 def test_key_value_builtins_still_get_the_key_and_the_value():
-    from streams import TopologyTestDriver
+    from deltastreams.streams import TopologyTestDriver
 
     seen = []
     builder = StreamsBuilder()

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from streams import EmitStrategy, StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
+from deltastreams.streams import EmitStrategy, StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
 
 WINDOWS = TimeWindows.of_size(100).advance_by(50).grace(30)
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from jobs import crash_harness
-from streams.runtime import COMMIT_CRASH_POINTS as POINTS
+from deltastreams.jobs import crash_harness
+from deltastreams.streams.runtime import COMMIT_CRASH_POINTS as POINTS
 from tests.racing_instances import race
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

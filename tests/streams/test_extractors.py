@@ -8,11 +8,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from conf import StreamsConfig
-from conf.errors import TopologyError
-from sinks import Topic, create_topic
-from streams import StreamsBuilder, TimeWindows, TopologyTestDriver
-from streams.app import StreamsApp
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import TopologyError
+from deltastreams.sinks import Topic, create_topic
+from deltastreams.streams import StreamsBuilder, TimeWindows, TopologyTestDriver
+from deltastreams.streams.app import StreamsApp
 
 
 def route(key, value):

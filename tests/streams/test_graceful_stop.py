@@ -9,7 +9,7 @@ import time
 SCRIPT = textwrap.dedent(
     """
     import sys, time
-    from streams._internal.runtime.graceful_stop import StopOnSignal, StopSignal
+    from deltastreams.streams._internal.runtime.graceful_stop import StopOnSignal, StopSignal
 
     gateway = {"__name__": "py4j.clientserver", "time": time}
     exec("def call():\\n    time.sleep(1.0)\\n    print('call done', flush=True)", gateway)

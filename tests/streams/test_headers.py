@@ -10,12 +10,12 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from conf import StreamsConfig
-from sinks import Topic, create_topic
-from sinks.serde import headers_array
-from streams import BufferConfig, JoinWindows, SessionWindows, StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
-from streams.app import StreamsApp
-from streams.processor import Processor, Record
+from deltastreams.conf import StreamsConfig
+from deltastreams.sinks import Topic, create_topic
+from deltastreams.sinks.serde import headers_array
+from deltastreams.streams import BufferConfig, JoinWindows, SessionWindows, StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
+from deltastreams.streams.app import StreamsApp
+from deltastreams.streams.processor import Processor, Record
 
 HEADERS = (("key", b"value"),)
 

@@ -10,9 +10,9 @@ from datetime import timedelta
 
 import pytest
 
-from conf import StreamsConfig
-from conf.errors import ConfigError
-from streams import (
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import ConfigError
+from deltastreams.streams import (
     BufferConfig,
     EmitStrategy,
     SessionWindows,
@@ -22,8 +22,8 @@ from streams import (
     TimeWindows,
     TopologyTestDriver,
 )
-from streams._internal.processing.aggregate import AggregateOperator
-from streams._internal.runtime.idle import IdleClock
+from deltastreams.streams._internal.processing.aggregate import AggregateOperator
+from deltastreams.streams._internal.runtime.idle import IdleClock
 
 SIZE, GRACE, IDLE = 1000, 200, 5000
 

@@ -20,7 +20,7 @@ import itertools
 
 import pytest
 
-from streams import SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, TopologyError, TopologyTestDriver
+from deltastreams.streams import SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows, TopologyError, TopologyTestDriver
 
 
 def string_aggregator(key, value, agg):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams import EmitStrategy, StreamsBuilder, TimeWindows, TopologyTestDriver
+from deltastreams.streams import EmitStrategy, StreamsBuilder, TimeWindows, TopologyTestDriver
 
 KEY_1_WINDOW_0, KEY_1_WINDOW_1 = ("1", 0, 500), ("1", 500, 1000)
 KEY_2_WINDOW_1, KEY_2_WINDOW_2 = ("2", 500, 1000), ("2", 1000, 1500)

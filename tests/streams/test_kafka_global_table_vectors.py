@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams import StreamsBuilder, TopologyTestDriver
+from deltastreams.streams import StreamsBuilder, TopologyTestDriver
 
 KEYS = (0, 1, 2, 3)
 

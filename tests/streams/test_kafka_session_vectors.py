@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams import SessionWindows, StreamsBuilder, TopologyTestDriver, Windowed
+from deltastreams.streams import SessionWindows, StreamsBuilder, TopologyTestDriver, Windowed
 
 
 def build(aggregate, name=None):
@@ -138,7 +138,7 @@ def test_session_window_aggregate_processor_should_skip_late_record_with_nonzero
 def test_session_windowed_aggregations_emit_final(kind, expected, caching):
     """SessionWindowedKStreamImplTest.shouldCountSessionWindowed / shouldReduceWindowed /
     shouldAggregateSessionWindowed with EmitStrategy ON_WINDOW_CLOSE: one final result"""
-    from streams import EmitStrategy
+    from deltastreams.streams import EmitStrategy
 
     builder = StreamsBuilder()
     sessions = builder.stream("input").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(500))

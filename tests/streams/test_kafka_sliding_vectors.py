@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams import EmitStrategy, SlidingWindows, StreamsBuilder, TopologyTestDriver
+from deltastreams.streams import EmitStrategy, SlidingWindows, StreamsBuilder, TopologyTestDriver
 
 
 def run(windows, records, caching, aggregate=True):

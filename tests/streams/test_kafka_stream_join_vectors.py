@@ -61,7 +61,7 @@ Not reproduced, and why:
 
 import pytest
 
-from streams import JoinWindows, StreamsBuilder, TopologyTestDriver
+from deltastreams.streams import JoinWindows, StreamsBuilder, TopologyTestDriver
 
 NO_CACHE = {"caching": False}
 TOPIC1, TOPIC2, OUT = "topic1", "topic2", "out"

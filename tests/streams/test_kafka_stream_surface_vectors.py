@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from conf.errors import TopologyError
-from streams import Branched, Printed, StreamsBuilder, TopologyTestDriver
+from deltastreams.conf.errors import TopologyError
+from deltastreams.streams import Branched, Printed, StreamsBuilder, TopologyTestDriver
 
 SPLIT_KEYS = (-1, 0, 1, 2, 3, 4, 5, 6, 7)
 

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from streams import SessionWindows, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
+from deltastreams.streams import SessionWindows, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
 
 
 def driver_for(windows, store_backend="memory"):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from conf.errors import ProcessingError
-from streams import BufferConfig, StreamsBuilder, Suppressed, TopologyTestDriver
+from deltastreams.conf.errors import ProcessingError
+from deltastreams.streams import BufferConfig, StreamsBuilder, Suppressed, TopologyTestDriver
 
 
 def driver_for(suppressed):
@@ -80,7 +80,7 @@ def test_a_full_buffer_that_must_shut_down_fails_the_batch_with_a_clear_error():
 
 
 def test_buffer_bounds_are_checked():
-    from conf.errors import TopologyError
+    from deltastreams.conf.errors import TopologyError
 
     with pytest.raises(TopologyError, match="non-negative int"):
         BufferConfig.max_records(-1)
@@ -115,8 +115,8 @@ def test_batches_and_restarts_do_not_change_what_a_time_limit_lets_through(buffe
 
 
 def test_final_results_with_a_bounded_buffer_fail_when_it_fills_and_never_emit_early():
-    from conf.errors import TopologyError
-    from streams import TimeWindows
+    from deltastreams.conf.errors import TopologyError
+    from deltastreams.streams import TimeWindows
 
     with pytest.raises(TopologyError, match="cannot be emitted early"):
         Suppressed.until_window_closes(BufferConfig.max_records(2))

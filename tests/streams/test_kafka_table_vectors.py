@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from streams import StreamsBuilder, TopologyTestDriver
+from deltastreams.streams import StreamsBuilder, TopologyTestDriver
 
 NO_CACHE = {"caching": False}
 KEYS = (0, 1, 2, 3)

@@ -9,7 +9,7 @@ where they list every revision; so do these.
 
 import pytest
 
-from streams import StreamsBuilder, TimeWindows, TopologyTestDriver
+from deltastreams.streams import StreamsBuilder, TimeWindows, TopologyTestDriver
 
 NO_CACHE = {"caching": False}
 DAY_MS = 86_400_000  # Kafka's deprecated TimeWindows.of(size) keeps a one-day grace period

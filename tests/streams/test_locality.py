@@ -1,9 +1,9 @@
-"""Where the driver asks each task to run on a cluster (streams._internal.spark.locality)."""
+"""Where the driver asks each task to run on a cluster (deltastreams.streams._internal.spark.locality)."""
 
 from __future__ import annotations
 
-from streams._internal.runtime.plan import TaskOutcome
-from streams._internal.spark.locality import Placement
+from deltastreams.streams._internal.runtime.plan import TaskOutcome
+from deltastreams.streams._internal.spark.locality import Placement
 
 A, B, C = "executor_10.0.0.2_0", "executor_10.0.0.3_1", "executor_10.0.0.4_2"
 

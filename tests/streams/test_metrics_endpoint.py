@@ -6,12 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from conf import StreamsConfig
-from conf.errors import ConfigError
-from jobs.pageview import INPUT_TOPIC, generate
-from sinks import Topic
-from streams._internal.runtime.lifecycle import AppState, Lifecycle
-from streams._internal.runtime.metrics import InputView, MetricsEndpoint
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import ConfigError
+from deltastreams.jobs.pageview import INPUT_TOPIC, generate
+from deltastreams.sinks import Topic
+from deltastreams.streams._internal.runtime.lifecycle import AppState, Lifecycle
+from deltastreams.streams._internal.runtime.metrics import InputView, MetricsEndpoint
 from tests.streams.metrics_support import free_port, scrape
 
 
@@ -126,9 +126,9 @@ def test_the_lifecycle_follows_kafkas_transitions():
 
 
 def test_a_failed_start_ends_in_error_with_the_metrics_port_closed(tmp_path):
-    from conf.errors import TopicNotFoundError
-    from jobs.pageview import build_topology
-    from streams.app import StreamsApp
+    from deltastreams.conf.errors import TopicNotFoundError
+    from deltastreams.jobs.pageview import build_topology
+    from deltastreams.streams.app import StreamsApp
 
     port = free_port()
     app = StreamsApp(build_topology(), StreamsConfig.load({"application_id": "pageview", "root": str(tmp_path), "metrics_port": port}))

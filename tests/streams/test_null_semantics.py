@@ -2,7 +2,7 @@
 
 import pytest
 
-from streams import StreamsBuilder, TimeWindows, TopologyTestDriver
+from deltastreams.streams import StreamsBuilder, TimeWindows, TopologyTestDriver
 
 NO_CACHE = {"caching": False}
 

@@ -9,9 +9,9 @@ import pickle
 
 import pytest
 
-from conf.errors import TopologyError
-from streams import StreamsBuilder, TopologyTestDriver
-from streams.processor import Processor, PunctuationType, Record, Stores
+from deltastreams.conf.errors import TopologyError
+from deltastreams.streams import StreamsBuilder, TopologyTestDriver
+from deltastreams.streams.processor import Processor, PunctuationType, Record, Stores
 
 
 class Punctuating(Processor):

@@ -1,7 +1,7 @@
 import json
 
-from streams._internal.runtime.progress import Progress
-from streams._internal.spark.trigger import BatchMetrics
+from deltastreams.streams._internal.runtime.progress import Progress
+from deltastreams.streams._internal.spark.trigger import BatchMetrics
 
 
 def _metrics(batch_id, subtopology=0):

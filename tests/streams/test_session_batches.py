@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from streams import EmitStrategy, SessionWindows, StreamsBuilder, TopologyTestDriver
+from deltastreams.streams import EmitStrategy, SessionWindows, StreamsBuilder, TopologyTestDriver
 
 GAP, GRACE = 30, 20
 

@@ -9,10 +9,10 @@ import random
 import pyarrow as pa
 import pytest
 
-from conf import StreamsConfig
-from sinks import Topic, create_topic
-from streams import EmitStrategy, SlidingWindows, StreamsBuilder, TopologyTestDriver
-from streams.app import StreamsApp
+from deltastreams.conf import StreamsConfig
+from deltastreams.sinks import Topic, create_topic
+from deltastreams.streams import EmitStrategy, SlidingWindows, StreamsBuilder, TopologyTestDriver
+from deltastreams.streams.app import StreamsApp
 
 DIFFERENCE, GRACE = 40, 60
 

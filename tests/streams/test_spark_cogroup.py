@@ -11,10 +11,10 @@ import random
 import pyarrow as pa
 import pytest
 
-from conf import StreamsConfig
-from sinks import Topic, create_topic
-from streams import StreamsBuilder, TopologyError
-from streams.app import StreamsApp
+from deltastreams.conf import StreamsConfig
+from deltastreams.sinks import Topic, create_topic
+from deltastreams.streams import StreamsBuilder, TopologyError
+from deltastreams.streams.app import StreamsApp
 
 pytestmark = pytest.mark.spark
 

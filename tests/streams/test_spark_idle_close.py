@@ -9,10 +9,10 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
-from conf import StreamsConfig
-from sinks import Topic, create_topic
-from streams import EmitStrategy, StreamsBuilder, TimeWindows
-from streams.app import StreamsApp
+from deltastreams.conf import StreamsConfig
+from deltastreams.sinks import Topic, create_topic
+from deltastreams.streams import EmitStrategy, StreamsBuilder, TimeWindows
+from deltastreams.streams.app import StreamsApp
 
 pytestmark = pytest.mark.spark
 

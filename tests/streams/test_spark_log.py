@@ -14,8 +14,8 @@ import pytest
 _SCRIPT = textwrap.dedent(
     """
     import sys
-    from conf import StreamsConfig
-    from streams._internal.spark.session import spark_session
+    from deltastreams.conf import StreamsConfig
+    from deltastreams.streams._internal.spark.session import spark_session
 
     config = StreamsConfig.load({"application_id": "spark-log"})
     spark_session(config)  # a session with Spark's output on the terminal, as a notebook's

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from chispa import assert_df_equality
 
-from conf import StreamsConfig
-from jobs.pageview import build_topology, generate, read_results
-from streams.app import StreamsApp
-from jobs.pageview_reference import final_counts, source_events
+from deltastreams.conf import StreamsConfig
+from deltastreams.jobs.pageview import build_topology, generate, read_results
+from deltastreams.streams.app import StreamsApp
+from deltastreams.jobs.pageview_reference import final_counts, source_events
 
 pytestmark = pytest.mark.spark
 
@@ -92,8 +92,8 @@ def test_deleted_local_state_is_rebuilt_from_the_changelog(spark, tmp_path):
 def _bad_input(root):
     import pyarrow as pa
 
-    from jobs.pageview_data import VALUE_TYPE
-    from sinks import create_topic
+    from deltastreams.jobs.pageview_data import VALUE_TYPE
+    from deltastreams.sinks import create_topic
 
     topic = create_topic(root, "pageview-events", partitions=2, key_type=pa.string(), value_type=VALUE_TYPE, key_column="user_id")
     views = [
@@ -109,7 +109,7 @@ def _bad_input(root):
 
 @pytest.mark.parametrize("functions", ["arrow", "column"])
 def test_bad_records_go_to_the_dead_letter_topic_and_the_rest_is_counted(spark, tmp_path, functions):
-    from sinks import Topic
+    from deltastreams.sinks import Topic
 
     _bad_input(tmp_path)
     run_pageview(spark, tmp_path, functions=functions)
@@ -124,8 +124,8 @@ def test_bad_records_go_to_the_dead_letter_topic_and_the_rest_is_counted(spark, 
 def test_a_source_topic_with_an_unexpected_schema_stops_the_job_at_start(tmp_path):
     import pyarrow as pa
 
-    from sinks import create_topic
-    from streams.errors import SchemaMismatchError
+    from deltastreams.sinks import create_topic
+    from deltastreams.streams.errors import SchemaMismatchError
 
     wrong = pa.struct([("user_id", pa.string()), ("page_id", pa.string()), ("category", pa.string()), ("duration_s", pa.string())])
     create_topic(tmp_path, "pageview-events", partitions=2, key_type=pa.string(), value_type=wrong, key_column="user_id")

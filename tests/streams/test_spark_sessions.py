@@ -10,10 +10,10 @@ import random
 import pyarrow as pa
 import pytest
 
-from conf import StreamsConfig
-from sinks import Topic, create_topic
-from streams import SessionWindows, StreamsBuilder, Suppressed
-from streams.app import StreamsApp
+from deltastreams.conf import StreamsConfig
+from deltastreams.sinks import Topic, create_topic
+from deltastreams.streams import SessionWindows, StreamsBuilder, Suppressed
+from deltastreams.streams.app import StreamsApp
 
 pytestmark = pytest.mark.spark
 

@@ -14,10 +14,10 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
-from conf import StreamsConfig
-from sinks import Topic, create_topic
-from streams import JoinWindows, StreamsBuilder
-from streams.app import StreamsApp
+from deltastreams.conf import StreamsConfig
+from deltastreams.sinks import Topic, create_topic
+from deltastreams.streams import JoinWindows, StreamsBuilder
+from deltastreams.streams.app import StreamsApp
 
 pytestmark = pytest.mark.spark
 

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from streams import JoinWindows, StreamsBuilder, TopologyTestDriver
+from deltastreams.streams import JoinWindows, StreamsBuilder, TopologyTestDriver
 
 
 def joiner(key, left, right):

@@ -18,13 +18,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from sinks.serde import HEADERS_TYPE
-from state import ChangeLoggingStore, InMemoryKeyValueStore
-from streams import JoinWindows, StreamsBuilder
-from streams.core import TaskProcessor
-from streams._internal.processing import stream_join_batch, stream_joins
-from streams._internal.processing.join_closing import waiting_max
-from streams._internal.processing.join_matching import window_matches
+from deltastreams.sinks.serde import HEADERS_TYPE
+from deltastreams.state import ChangeLoggingStore, InMemoryKeyValueStore
+from deltastreams.streams import JoinWindows, StreamsBuilder
+from deltastreams.streams.core import TaskProcessor
+from deltastreams.streams._internal.processing import stream_join_batch, stream_joins
+from deltastreams.streams._internal.processing.join_closing import waiting_max
+from deltastreams.streams._internal.processing.join_matching import window_matches
 
 
 def joiner(key, left, right):

@@ -17,14 +17,14 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from conf import StreamsConfig
-from jobs.pageview import APPLICATION_ID, build_topology, input_topic, read_results
-from jobs.pageview_data import VALUE_TYPE
-from sinks import open_table
-from sinks.transaction import log_property
-from streams._internal.runtime.topology_guard import check_topology_upgrade
-from streams.app import StreamsApp
-from streams.errors import TopologyUpgradeError
+from deltastreams.conf import StreamsConfig
+from deltastreams.jobs.pageview import APPLICATION_ID, build_topology, input_topic, read_results
+from deltastreams.jobs.pageview_data import VALUE_TYPE
+from deltastreams.sinks import open_table
+from deltastreams.sinks.transaction import log_property
+from deltastreams.streams._internal.runtime.topology_guard import check_topology_upgrade
+from deltastreams.streams.app import StreamsApp
+from deltastreams.streams.errors import TopologyUpgradeError
 
 pytestmark = pytest.mark.spark
 
@@ -136,7 +136,7 @@ def test_with_the_store_named_in_both_versions_the_upgrade_starts_and_keeps_coun
 def test_state_committed_before_topologies_were_recorded_starts_and_gets_recorded(tmp_path):
     """No Spark: transaction logs with decided batches and no record (an application committed
     before this guard) are not compared; the check returns the record for every log."""
-    from sinks.transaction import DecidedBatch, TransactionLog
+    from deltastreams.sinks.transaction import DecidedBatch, TransactionLog
 
     root = str(tmp_path)
     for sub in (0, 1):

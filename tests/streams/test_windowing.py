@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from streams import StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
+from deltastreams.streams import StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
 from tests.reference import WindowedCountModel, last_revision_per_window
 
 STORE = "counts"

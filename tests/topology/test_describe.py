@@ -1,7 +1,7 @@
 import pytest
 
-from jobs.pageview import build_topology
-from streams import StreamsBuilder, Suppressed, TimeWindows
+from deltastreams.jobs.pageview import build_topology
+from deltastreams.streams import StreamsBuilder, Suppressed, TimeWindows
 
 # What Kafka Streams prints for the paper's Figure 3 topology (unnamed operators).
 PAGEVIEW = """\

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobs import clicks, dedup, enrich, pageview
-from jobs.differential.scenarios import Scenario
+from deltastreams.jobs import clicks, dedup, enrich, pageview
+from deltastreams.jobs.differential.scenarios import Scenario
 
 
 def kafka_describe(oracle, job: str, params: dict) -> str:

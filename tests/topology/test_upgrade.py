@@ -1,4 +1,4 @@
-"""Which topology changes would orphan committed state (topology.upgrade), without Spark: stores
+"""Which topology changes would orphan committed state (deltastreams.topology.upgrade), without Spark: stores
 and repartition topics matched by name, sub-topologies by id, additions compatible."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.pageview import build_topology
-from streams import StreamsBuilder, TimeWindows
-from topology.upgrade import Change, Kind, TopologyRecord, lost_state, records_of
+from deltastreams.jobs.pageview import build_topology
+from deltastreams.streams import StreamsBuilder, TimeWindows
+from deltastreams.topology.upgrade import Change, Kind, TopologyRecord, lost_state, records_of
 
 STORE_3 = "KSTREAM-AGGREGATE-STATE-STORE-0000000003"
 STORE_4 = "KSTREAM-AGGREGATE-STATE-STORE-0000000004"

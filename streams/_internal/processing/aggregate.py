@@ -27,14 +27,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sinks.serde import key_bytes, key_bytes_of, key_from_bytes
-from state import NO_STREAM_TIME, ReadOnlyKeyValueStore, ReadOnlyWindowStore, TimeKeyedStore
-from streams._internal.processing.flow import BadRecords, Flow, concat_flows, flow_schema, infer_array
-from streams._internal.processing.idle import remember_key_type, remembered_key_type
-from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
-from streams._internal.processing.table import BatchChanges
-from streams._internal.processing.walk import Turn, carry_walk, turns
-from streams._internal.processing.windowing import (
+from deltastreams.sinks.serde import key_bytes, key_bytes_of, key_from_bytes
+from deltastreams.state import NO_STREAM_TIME, ReadOnlyKeyValueStore, ReadOnlyWindowStore, TimeKeyedStore
+from deltastreams.streams._internal.processing.flow import BadRecords, Flow, concat_flows, flow_schema, infer_array
+from deltastreams.streams._internal.processing.idle import remember_key_type, remembered_key_type
+from deltastreams.streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.table import BatchChanges
+from deltastreams.streams._internal.processing.walk import Turn, carry_walk, turns
+from deltastreams.streams._internal.processing.windowing import (
     InputStreamTimes,
     assign_windows,
     last_emitted_close,
@@ -43,8 +43,8 @@ from streams._internal.processing.windowing import (
     remember_latest_window_start,
     segmented_running_max,
 )
-from topology.nodes import AggregateNode, AggregationKind
-from topology.records import KEY, VALUE
+from deltastreams.topology.nodes import AggregateNode, AggregationKind
+from deltastreams.topology.records import KEY, VALUE
 
 _COUNT = struct.Struct(">qq")
 _FAR_FUTURE = 2**62
@@ -85,7 +85,7 @@ def fold_functions(aggregation) -> tuple[Any, Any]:
 
 INPUT = "_input"
 """Column of a cogroup's records: the index of the input each came from (see
-:mod:`streams._internal.processing.cogroup`)."""
+:mod:`deltastreams.streams._internal.processing.cogroup`)."""
 
 
 def record_aggregators(flow: Flow, aggregation, aggregator) -> list[Any]:
@@ -171,7 +171,7 @@ class AggregateOperator(Operator, node=AggregateNode):
 
     def _changes(self) -> BatchChanges | None:
         """Where to log this batch's updates, record by record, if something reads the table by
-        key (a join, a re-grouping; see :mod:`streams._internal.processing.table`)."""
+        key (a join, a re-grouping; see :mod:`deltastreams.streams._internal.processing.table`)."""
         changes = None if self.windowed else self.table_changes.get(self.node.store)
         if changes is not None:
             changes.clear()
@@ -424,7 +424,7 @@ class AggregateOperator(Operator, node=AggregateNode):
         horizon = (stream_time if latest is None else latest) - self.windows.size_ms - self.windows.grace_ms
         store.take_up_to(horizon)
 
-    # -- idle close (streams._internal.processing.idle) -----------------------------------------
+    # -- idle close (deltastreams.streams._internal.processing.idle) -----------------------------------------
 
     def next_close_ms(self) -> int | None:
         """Until the oldest window in the store closes (its end plus grace): closed windows are

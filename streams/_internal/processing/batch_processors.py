@@ -32,21 +32,21 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from conf.errors import ProcessingError
-from streams._internal.processing.batch_stores import BatchKeyValueStore
-from streams._internal.processing.flow import WALK, Flow, concat_flows, flow_schema
-from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
-from streams._internal.processing.punctuation import STREAM_TIME, WALL_CLOCK_TIME, Punctuations, Schedule, row_stream_times
-from streams._internal.processing.walk import PUNCTUATION, walks
-from topology.nodes import BatchProcessNode
-from topology.records import KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
+from deltastreams.conf.errors import ProcessingError
+from deltastreams.streams._internal.processing.batch_stores import BatchKeyValueStore
+from deltastreams.streams._internal.processing.flow import WALK, Flow, concat_flows, flow_schema
+from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.punctuation import STREAM_TIME, WALL_CLOCK_TIME, Punctuations, Schedule, row_stream_times
+from deltastreams.streams._internal.processing.walk import PUNCTUATION, walks
+from deltastreams.topology.nodes import BatchProcessNode
+from deltastreams.topology.records import KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
 
 INPUT_ROW = "input_row"
 _OUTPUT_COLUMNS = (KEY, VALUE, TIMESTAMP, INPUT_ROW)
 
 
 class _BatchContext:
-    """The context a batch processor gets (:class:`streams.processor.BatchProcessorContext`)."""
+    """The context a batch processor gets (:class:`deltastreams.streams.processor.BatchProcessorContext`)."""
 
     def __init__(self, operator: BatchProcessOperator) -> None:
         self._operator = operator

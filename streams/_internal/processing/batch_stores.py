@@ -3,13 +3,13 @@
 A per-record store view costs a Python call, a pickle and a dictionary lookup per record; a batch
 processor that paid that would lose what it gains by being vectorised. So a store declared with
 Arrow types (``Stores.key_value_store_builder(supplier, key_type=..., value_type=...)``) keeps
-keys and values as Kafka's serializers write them (:mod:`sinks.serde`), behind the same ``s``
+keys and values as Kafka's serializers write them (:mod:`deltastreams.sinks.serde`), behind the same ``s``
 prefix the per-record view puts before string and number keys, and reads decode a whole array at
 once. Writes go through the changelogging store like every store's: pending until the batch
 commits, changelogged once per key, exactly once.
 
 A store whose values are times (int64) can be purged by time: ``purge(until)`` deletes the entries
-at or before ``until`` through a time index (:mod:`~streams._internal.processing.batch_time_index`),
+at or before ``until`` through a time index (:mod:`~deltastreams.streams._internal.processing.batch_time_index`),
 so a purge at every punctuation costs what it deletes, not the store's and the batch's size.
 """
 
@@ -20,11 +20,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from conf.errors import ProcessingError
-from sinks.serde import array_from_key_bytes, key_bytes
-from state import ChangeLoggingStore
-from streams._internal.processing.batch_time_index import TimeIndex
-from topology.records import KEY, VALUE
+from deltastreams.conf.errors import ProcessingError
+from deltastreams.sinks.serde import array_from_key_bytes, key_bytes
+from deltastreams.state import ChangeLoggingStore
+from deltastreams.streams._internal.processing.batch_time_index import TimeIndex
+from deltastreams.topology.records import KEY, VALUE
 
 _PREFIX = b"s"
 

@@ -21,13 +21,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from conf.errors import ProcessingError
-from streams._internal.processing.aggregate import INPUT, aggregatable
-from streams._internal.processing.flow import SEQ, WALK, Flow
-from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
-from streams._internal.processing.walk import enter
-from topology.nodes import CogroupAggregateNode, CogroupMergeNode
-from topology.records import KEY, TIMESTAMP, VALUE
+from deltastreams.conf.errors import ProcessingError
+from deltastreams.streams._internal.processing.aggregate import INPUT, aggregatable
+from deltastreams.streams._internal.processing.flow import SEQ, WALK, Flow
+from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.walk import enter
+from deltastreams.topology.nodes import CogroupAggregateNode, CogroupMergeNode
+from deltastreams.topology.records import KEY, TIMESTAMP, VALUE
 
 
 class CogroupInputs:

@@ -4,7 +4,7 @@ A :class:`Flow` is an Arrow table with ``_seq`` (index of the input record it ca
 record can be traced to its topic, partition and offset, and so outputs of several branches merge
 back in input order), ``timestamp``, the window columns for windowed keys, ``key`` and ``value``;
 once records of one input record fork, ``_walk`` orders them among themselves
-(:mod:`streams._internal.processing.walk`), and operators that rebuild a flow carry it.
+(:mod:`deltastreams.streams._internal.processing.walk`), and operators that rebuild a flow carry it.
 Python callables see plain Python keys and values; the lists are converted once and carried along
 while consecutive Python operators run, so a fused chain pays the conversion once.
 """
@@ -20,14 +20,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from conf.errors import ProcessingError, RecordError
-from sinks.serde import json_default
-from topology.records import HEADERS, KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START, Windowed, headers_array
+from deltastreams.conf.errors import ProcessingError, RecordError
+from deltastreams.sinks.serde import json_default
+from deltastreams.topology.records import HEADERS, KEY, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START, Windowed, headers_array
 
 SEQ = "_seq"
 WALK = "_walk"
 """Where a record stands in the depth-first walk of its input record (see
-:mod:`streams._internal.processing.walk`); absent until records of one input record fork."""
+:mod:`deltastreams.streams._internal.processing.walk`); absent until records of one input record fork."""
 
 
 def flow_schema(key_type: pa.DataType, value_type: pa.DataType, windowed: bool) -> pa.Schema:

@@ -12,7 +12,7 @@ before the commit loses the advance and its results together, and a replay decid
 
 The core only says how much stream time must still pass before something closes
 (:func:`next_close_ms`); *when* to run an idle task is the runtime's decision
-(:mod:`streams._internal.runtime.idle`).
+(:mod:`deltastreams.streams._internal.runtime.idle`).
 
 Operators taking part implement :meth:`Operator.next_close_ms` and :meth:`Operator.advance_idle`:
 windowed aggregations (emit-final or not: a later record for a closed window is late), session
@@ -27,8 +27,8 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
-from state.session_store import NO_TIME
-from streams._internal.processing.operator import IDLE_BLOCKED, Operator
+from deltastreams.state.session_store import NO_TIME
+from deltastreams.streams._internal.processing.operator import IDLE_BLOCKED, Operator
 
 _KEY_TYPE_KEY = b"\xff\xffkey-type"
 
@@ -60,7 +60,7 @@ def remembered_key_type(store) -> pa.DataType | None:
 
 def advance_windows_store(store, by_ms: int, context, emit_final: bool) -> pa.DataType | None:
     """The common start of a session or sliding aggregation's idle advance over its
-    :class:`~state.session_store.SessionStore`: stream time moves on by ``by_ms`` (if it has one).
+    :class:`~deltastreams.state.session_store.SessionStore`: stream time moves on by ``by_ms`` (if it has one).
     Returns the keys' type when final results are due to be emitted (the store's batch stays
     open for that); None when there is nothing more to do (the batch is ended)."""
     store.begin_batch()

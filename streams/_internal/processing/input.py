@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from streams._internal.processing.flow import SEQ, BadRecords, Flow, concat_flows
-from streams._internal.processing.order import sequence_numbers
-from topology.records import HEADERS, HEADERS_TYPE, KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
+from deltastreams.streams._internal.processing.flow import SEQ, BadRecords, Flow, concat_flows
+from deltastreams.streams._internal.processing.order import sequence_numbers
+from deltastreams.topology.records import HEADERS, HEADERS_TYPE, KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Operators: the runnable form of a topology node, built for one task.
 
 Compiling a sub-topology for the core yields a list of operators in topological order (see
-:mod:`streams._internal.processing.plan`); the task walks them, handing each the concatenation
+:mod:`deltastreams.streams._internal.processing.plan`); the task walks them, handing each the concatenation
 of its parents' outputs. An operator has one entry point, ``process(flow, context) -> flow``;
 declares the stores it uses (``stores``) and the topics it writes records to (``emits``); and
 reports everything besides its output flow through the :class:`ProcessContext`: records for a
@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from conf.errors import TopologyError
-from state import ChangeLoggingStore
-from streams._internal.processing.flow import BadRecords, Flow
-from topology.graph import Topology
-from topology.nodes import Node
+from deltastreams.conf.errors import TopologyError
+from deltastreams.state import ChangeLoggingStore
+from deltastreams.streams._internal.processing.flow import BadRecords, Flow
+from deltastreams.topology.graph import Topology
+from deltastreams.topology.nodes import Node
 
 
 IDLE_BLOCKED = -1
@@ -42,7 +42,7 @@ class BuildContext:
     """The whole topology, for operators that read another node's state (a join's table)."""
     table_changes: dict[str, Any] = field(default_factory=dict)
     """Per table store, the changes its source applied in the current batch, shared with the
-    joins that read it (:class:`streams._internal.processing.table.BatchChanges`)."""
+    joins that read it (:class:`deltastreams.streams._internal.processing.table.BatchChanges`)."""
     application_id: str = ""
     task_id: str = ""
     wall_clock_ms: int | None = None
@@ -50,7 +50,7 @@ class BuildContext:
     ranks: dict[str, int] = field(default_factory=dict)
     """Each node's place in the depth-first walk of a record through the sub-topology (Kafka's
     processing order within one record), filled in when the task is planned
-    (:mod:`streams._internal.processing.walk`)."""
+    (:mod:`deltastreams.streams._internal.processing.walk`)."""
     edges: dict[tuple[str, str], int] = field(default_factory=dict)
     """Each edge's ``(parent, child)`` place in that walk."""
     shared: dict[str, Any] = field(default_factory=dict)
@@ -80,7 +80,7 @@ class ProcessContext:
     walks: bool = False
     """Records of one input record are ordered by their walk: the task reads a table by key,
     has branches meeting again, or several sinks of one topic, where that order shows
-    (:mod:`streams._internal.processing.walk`). Otherwise no record gets a ``_walk``."""
+    (:mod:`deltastreams.streams._internal.processing.walk`). Otherwise no record gets a ``_walk``."""
 
     def advanced_to(self, stream_time: int) -> None:
         """An operator's stream time moved to ``stream_time`` by an idle advance."""
@@ -141,7 +141,7 @@ class Operator:
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         raise NotImplementedError
 
-    # -- idle close (wall-clock completeness, beyond Kafka: streams._internal.processing.idle) ----
+    # -- idle close (wall-clock completeness, beyond Kafka: deltastreams.streams._internal.processing.idle) ----
 
     def next_close_ms(self) -> int | None:
         """How much further stream time must move before this operator closes something (a

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conf.errors import TopologyError
-from streams._internal.processing import aggregate, batch_processors, cogroup, routing, sessions, sliding, stateless, stream_joins, suppress, table, table_grouping, table_joins, user_processors  # noqa: F401 - register operators
-from streams._internal.processing.input import TaskInput
-from streams._internal.processing.operator import BuildContext, Operator
-from streams._internal.processing.walk import walk_ranks
-from topology.graph import SubTopology, Topology
-from topology.nodes import SourceNode
+from deltastreams.conf.errors import TopologyError
+from deltastreams.streams._internal.processing import aggregate, batch_processors, cogroup, routing, sessions, sliding, stateless, stream_joins, suppress, table, table_grouping, table_joins, user_processors  # noqa: F401 - register operators
+from deltastreams.streams._internal.processing.input import TaskInput
+from deltastreams.streams._internal.processing.operator import BuildContext, Operator
+from deltastreams.streams._internal.processing.walk import walk_ranks
+from deltastreams.topology.graph import SubTopology, Topology
+from deltastreams.topology.nodes import SourceNode
 
 
 @dataclass(frozen=True)

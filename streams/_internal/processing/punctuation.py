@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from conf.errors import ProcessingError
+from deltastreams.conf.errors import ProcessingError
 
 _LONG = struct.Struct(">q")
 _STREAM_TIME_KEY = b"stream-time"

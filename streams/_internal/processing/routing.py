@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from streams._internal.processing.flow import Flow
-from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
-from streams._internal.processing.stateless import _call_each
-from topology.nodes import BranchChildNode, BranchNode, MergeNode
+from deltastreams.streams._internal.processing.flow import Flow
+from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.stateless import _call_each
+from deltastreams.topology.nodes import BranchChildNode, BranchNode, MergeNode
 
 NO_BRANCH = -1
 

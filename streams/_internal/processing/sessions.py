@@ -19,16 +19,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from sinks.serde import key_bytes, key_bytes_of, key_from_bytes
-from state.session_store import NO_TIME, SessionStore
-from streams._internal.processing.aggregate import INPUT, aggregatable, fold_functions, record_aggregators
-from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array, own_headers
-from streams._internal.processing.idle import advance_windows_store, remember_key_type, remembered_key_type
-from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
-from streams._internal.processing.walk import carry_walk
-from streams._internal.processing.windowing import InputStreamTimes, last_emitted_close, remember_emitted_close
-from topology.nodes import AggregationKind, SessionAggregateNode
-from topology.records import HEADERS, KEY, Windowed
+from deltastreams.sinks.serde import key_bytes, key_bytes_of, key_from_bytes
+from deltastreams.state.session_store import NO_TIME, SessionStore
+from deltastreams.streams._internal.processing.aggregate import INPUT, aggregatable, fold_functions, record_aggregators
+from deltastreams.streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array, own_headers
+from deltastreams.streams._internal.processing.idle import advance_windows_store, remember_key_type, remembered_key_type
+from deltastreams.streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.walk import carry_walk
+from deltastreams.streams._internal.processing.windowing import InputStreamTimes, last_emitted_close, remember_emitted_close
+from deltastreams.topology.nodes import AggregationKind, SessionAggregateNode
+from deltastreams.topology.records import HEADERS, KEY, Windowed
 
 
 class _Forwarded:
@@ -159,7 +159,7 @@ class SessionAggregateOperator(Operator, node=SessionAggregateNode):
                 table = table.append_column(HEADERS, headers)
         return Flow(carry_walk(table, source.table), True, None, out.values)
 
-    # -- idle close (streams._internal.processing.idle) -----------------------------------------
+    # -- idle close (deltastreams.streams._internal.processing.idle) -----------------------------------------
 
     def next_close_ms(self) -> int | None:
         """Until the session ending first among those still open closes (stream time passes its

@@ -25,16 +25,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from sinks.serde import key_bytes, key_from_bytes
-from state.session_store import NO_TIME, SessionStore
-from streams._internal.processing.aggregate import INPUT, aggregatable, fold_functions, record_aggregators
-from streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array
-from streams._internal.processing.idle import advance_windows_store, remember_key_type, remembered_key_type
-from streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
-from streams._internal.processing.walk import carry_walk
-from streams._internal.processing.windowing import InputStreamTimes, last_emitted_close, remember_emitted_close
-from topology.nodes import AggregationKind, SlidingAggregateNode
-from topology.records import KEY
+from deltastreams.sinks.serde import key_bytes, key_from_bytes
+from deltastreams.state.session_store import NO_TIME, SessionStore
+from deltastreams.streams._internal.processing.aggregate import INPUT, aggregatable, fold_functions, record_aggregators
+from deltastreams.streams._internal.processing.flow import SEQ, Flow, concat_flows, flow_schema, infer_array
+from deltastreams.streams._internal.processing.idle import advance_windows_store, remember_key_type, remembered_key_type
+from deltastreams.streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.walk import carry_walk
+from deltastreams.streams._internal.processing.windowing import InputStreamTimes, last_emitted_close, remember_emitted_close
+from deltastreams.topology.nodes import AggregationKind, SlidingAggregateNode
+from deltastreams.topology.records import KEY
 
 
 
@@ -232,7 +232,7 @@ class SlidingAggregateOperator(Operator, node=SlidingAggregateNode):
         )
         return Flow(carry_walk(table, source.table), True)
 
-    # -- idle close (streams._internal.processing.idle) -----------------------------------------
+    # -- idle close (deltastreams.streams._internal.processing.idle) -----------------------------------------
 
     def next_close_ms(self) -> int | None:
         """With emit-final: until the window ending first among those still open closes (stream

@@ -16,11 +16,11 @@ import numpy as np
 import pyarrow as pa
 from pyarrow import acero
 
-from streams._internal.processing.flow import SEQ, BadRecords, Flow, carry_headers, flow_schema, infer_array
-from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
-from streams._internal.processing.walk import carry_walk
-from topology.functions import UserFunction
-from topology.nodes import (
+from deltastreams.streams._internal.processing.flow import SEQ, BadRecords, Flow, carry_headers, flow_schema, infer_array
+from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.walk import carry_walk
+from deltastreams.topology.functions import UserFunction
+from deltastreams.topology.nodes import (
     FilterNode,
     FlatMapNode,
     FlatMapValuesNode,
@@ -34,7 +34,7 @@ from topology.nodes import (
     SinkNode,
     ToStreamNode,
 )
-from topology.records import KEY, TIMESTAMP, VALUE, Windowed
+from deltastreams.topology.records import KEY, TIMESTAMP, VALUE, Windowed
 
 
 def _describe_error(fn: UserFunction, error: BaseException) -> str:

@@ -1,13 +1,13 @@
 """A stream-stream join's batch an array at a time, with the results Kafka's processors give
-record by record (:mod:`streams._internal.processing.stream_joins` says how both sides share one
+record by record (:mod:`deltastreams.streams._internal.processing.stream_joins` says how both sides share one
 order, ``_seq``, and runs them that way when this module does not cover a join).
 
 What a record does depends on what came before it only through a few running values, each a
 prefix maximum over the batch in that order: the task's stream time, and each window store's
 observed stream time (which decides whether a put is already expired and where a fetch's range
 starts). With those, every record's partners are a range join of the batch against the stores
-(:mod:`~streams._internal.processing.join_matching`), and a left join's waiting records follow
-from the partners and the stream times (:mod:`~streams._internal.processing.join_closing`). Only
+(:mod:`~deltastreams.streams._internal.processing.join_matching`), and a left join's waiting records follow
+from the partners and the stream times (:mod:`~deltastreams.streams._internal.processing.join_closing`). Only
 the joiner runs per result, in the order Kafka calls it: by record, then the closed waiting
 records it emits, its partners in fetch order, and its own non-joined result.
 
@@ -29,15 +29,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pat
 
-from sinks.serde import key_bytes
-from state.join_stores import LEFT, NO_TIME, RIGHT, JoinWindowStore, OuterJoinStore
-from streams._internal.processing.flow import Flow
-from streams._internal.processing.join_closing import emitted_at, removal_positions, scan_positions, waiting_max
-from streams._internal.processing.join_matching import window_matches
-from streams._internal.processing.operator import ProcessContext
-from streams._internal.processing.walk import walks
-from topology.nodes import JoinWindowsSpec
-from topology.records import KEY, TIMESTAMP, VALUE
+from deltastreams.sinks.serde import key_bytes
+from deltastreams.state.join_stores import LEFT, NO_TIME, RIGHT, JoinWindowStore, OuterJoinStore
+from deltastreams.streams._internal.processing.flow import Flow
+from deltastreams.streams._internal.processing.join_closing import emitted_at, removal_positions, scan_positions, waiting_max
+from deltastreams.streams._internal.processing.join_matching import window_matches
+from deltastreams.streams._internal.processing.operator import ProcessContext
+from deltastreams.streams._internal.processing.walk import walks
+from deltastreams.topology.nodes import JoinWindowsSpec
+from deltastreams.topology.records import KEY, TIMESTAMP, VALUE
 
 _TIME_LIMIT = 2**62
 """Timestamps and windows from here on go record by record: below it, Kafka's Long.MAX_VALUE for
@@ -243,7 +243,7 @@ def _batch(flows: dict[int, Flow]) -> _Batch | None:
 
 
 def _serialized_keys(flow: Flow) -> pa.Array:
-    """The keys as :func:`sinks.serde.key_bytes` serializes them, as an Arrow array."""
+    """The keys as :func:`deltastreams.sinks.serde.key_bytes` serializes them, as an Arrow array."""
     column = flow.table.column(KEY)
     if pat.is_string(column.type) or pat.is_large_string(column.type):
         return column.combine_chunks().cast(pa.large_binary())

@@ -10,7 +10,7 @@ the first join operator to run processes both sides' records together, in ``_seq
 at a time exactly as Kafka's processors do (the put, the stream time, the fetch, the emission of
 closed non-joined records); each join operator then returns its side's results. Inner and left
 joins take a batch of 100 records or more an array at a time instead, with the same results
-(:mod:`~streams._internal.processing.stream_join_batch`); one record at a time stays the
+(:mod:`~deltastreams.streams._internal.processing.stream_join_batch`); one record at a time stays the
 reference, and the path for everything else.
 
 Kafka keeps the join's stream time and ``minTime`` in memory; here they are in the outer store,
@@ -28,16 +28,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from sinks.serde import key_bytes
-from state.join_stores import LEFT, NO_TIME, RIGHT, JoinWindowStore, OuterJoinStore
-from conf.errors import ProcessingError
-from streams._internal.processing.flow import SEQ, WALK, Flow, flow_schema, infer_array
-from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
-from streams._internal.processing.stateless import _typed
-from streams._internal.processing.stream_join_batch import SideOutput, covers, join_batch
-from streams._internal.processing.walk import walk_column, walks
-from topology.nodes import JoinKind, JoinWindowsSpec, StreamJoinWindowNode, StreamStreamJoinNode
-from topology.records import KEY, TIMESTAMP, VALUE
+from deltastreams.sinks.serde import key_bytes
+from deltastreams.state.join_stores import LEFT, NO_TIME, RIGHT, JoinWindowStore, OuterJoinStore
+from deltastreams.conf.errors import ProcessingError
+from deltastreams.streams._internal.processing.flow import SEQ, WALK, Flow, flow_schema, infer_array
+from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.stateless import _typed
+from deltastreams.streams._internal.processing.stream_join_batch import SideOutput, covers, join_batch
+from deltastreams.streams._internal.processing.walk import walk_column, walks
+from deltastreams.topology.nodes import JoinKind, JoinWindowsSpec, StreamJoinWindowNode, StreamStreamJoinNode
+from deltastreams.topology.records import KEY, TIMESTAMP, VALUE
 
 _LONG_MAX = 2**63 - 1
 
@@ -52,7 +52,7 @@ class _SideResults:
         self.values: list[Any] = []
         self.stamps: list[int] = []
         self.walk = b""
-        """The walk of the record being processed (:mod:`streams._internal.processing.walk`)."""
+        """The walk of the record being processed (:mod:`deltastreams.streams._internal.processing.walk`)."""
 
     def forward(self, seq: int, key: Any, value: Any, timestamp: int) -> None:
         self.seqs.append(seq)

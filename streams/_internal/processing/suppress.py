@@ -21,14 +21,14 @@ import struct
 
 import pyarrow as pa
 
-from conf.errors import ProcessingError
-from sinks.serde import key_bytes
-from state import TimeKeyedStore
-from streams._internal.processing.flow import WALK, Flow, concat_flows, flow_schema, infer_array, own_headers, record_headers
-from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
-from streams._internal.processing.walk import walk_column, walks
-from topology.nodes import SuppressNode
-from topology.records import HEADERS, KEY, VALUE, WINDOW_END, WINDOW_START, headers_of
+from deltastreams.conf.errors import ProcessingError
+from deltastreams.sinks.serde import key_bytes
+from deltastreams.state import TimeKeyedStore
+from deltastreams.streams._internal.processing.flow import WALK, Flow, concat_flows, flow_schema, infer_array, own_headers, record_headers
+from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.walk import walk_column, walks
+from deltastreams.topology.nodes import SuppressNode
+from deltastreams.topology.records import HEADERS, KEY, VALUE, WINDOW_END, WINDOW_START, headers_of
 
 _START = struct.Struct(">q")
 
@@ -48,7 +48,7 @@ class SuppressOperator(Operator, node=SuppressNode):
             return Flow.empty(revisions.key_type, revisions.value_type, windowed=True)
         return _FinalResults(self.node, self.buffer).process(revisions, inputs)
 
-    # -- idle close (streams._internal.processing.idle) -----------------------------------------
+    # -- idle close (deltastreams.streams._internal.processing.idle) -----------------------------------------
 
     def next_close_ms(self) -> int | None:
         """Until the oldest buffered entry goes out: its window closes (end plus grace) or, with

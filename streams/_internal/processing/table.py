@@ -9,7 +9,7 @@ applied the whole batch. Kafka processes record by record: a record sees the tab
 when that record came up in the task's input order (``_seq``), at its step of the record's
 depth-first walk (after the steps of records forwarded before it for the same input record). The
 source therefore logs the batch's changes by turn (:class:`BatchChanges`,
-:mod:`streams._internal.processing.walk`), and reads by key (:class:`TableGetter`) see the table
+:mod:`deltastreams.streams._internal.processing.walk`), and reads by key (:class:`TableGetter`) see the table
 *as of* the reading step's turn: the last change before it, else the value from before the
 batch. A table derived by ``filter``/``map_values`` is read through the same functions applied to
 the looked-up values (Kafka's value getters), so no derived table needs a store.
@@ -28,13 +28,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from conf.errors import TopologyError
-from sinks.serde import key_bytes
-from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
-from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
-from streams._internal.processing.stateless import _call_each, _evaluate, _typed
-from streams._internal.processing.walk import AT_START, Turn, turns
-from topology.nodes import (
+from deltastreams.conf.errors import TopologyError
+from deltastreams.sinks.serde import key_bytes
+from deltastreams.streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
+from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.stateless import _call_each, _evaluate, _typed
+from deltastreams.streams._internal.processing.walk import AT_START, Turn, turns
+from deltastreams.topology.nodes import (
     AggregateNode,
     AggregationKind,
     CogroupMergeNode,
@@ -46,7 +46,7 @@ from topology.nodes import (
     TableSourceNode,
     TableTableJoinNode,
 )
-from topology.records import KEY, TIMESTAMP, VALUE
+from deltastreams.topology.records import KEY, TIMESTAMP, VALUE
 
 
 @dataclass
@@ -67,7 +67,7 @@ class BatchChanges:
         self.by_key.clear()
 
     def record(self, key: bytes, before: bytes | None, at: Turn, value: bytes | None) -> None:
-        """``key`` changed to ``value`` at turn ``at`` (:func:`~streams._internal.processing.walk.turn`)."""
+        """``key`` changed to ``value`` at turn ``at`` (:func:`~deltastreams.streams._internal.processing.walk.turn`)."""
         changes = self.by_key.get(key)
         if changes is None:
             changes = self.by_key[key] = _KeyChanges(before)

@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from sinks.serde import key_bytes
-from streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
-from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
-from streams._internal.processing.stateless import _typed
-from streams._internal.processing.table import TableView, decode_row, encode_row, table_chain, table_getter
-from streams._internal.processing.walk import AT_START, carry_walk, turns
-from topology.nodes import AggregationKind, TableAggregateNode, TableSelectNode
-from topology.records import KEY, TIMESTAMP, VALUE
+from deltastreams.sinks.serde import key_bytes
+from deltastreams.streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
+from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.stateless import _typed
+from deltastreams.streams._internal.processing.table import TableView, decode_row, encode_row, table_chain, table_getter
+from deltastreams.streams._internal.processing.walk import AT_START, carry_walk, turns
+from deltastreams.topology.nodes import AggregationKind, TableAggregateNode, TableSelectNode
+from deltastreams.topology.records import KEY, TIMESTAMP, VALUE
 
 NEW, OLD = "new", "old"
 """Fields of a change pair on its way through the repartition topic."""

@@ -2,7 +2,7 @@
 LeftJoin, RightJoin, OuterJoin and the merge of both sides).
 
 Every lookup reads the other table as of the looking-up record's turn (see
-:mod:`streams._internal.processing.table`), so a batch holding both inputs gives what Kafka's
+:mod:`deltastreams.streams._internal.processing.table`), so a batch holding both inputs gives what Kafka's
 record-at-a-time processing of the same records gives.
 """
 
@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from sinks.serde import json_bytes, key_bytes
-from streams._internal.processing.flow import Flow
-from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
-from streams._internal.processing.stateless import _typed
-from streams._internal.processing.table import decode_row, table_chain, table_getter
-from streams._internal.processing.walk import AT_END, AT_START
-from topology.functions import UserFunction
-from topology.nodes import JoinKind, StreamGlobalTableJoinNode, StreamTableJoinNode, TableMergeNode, TableTableJoinNode
-from topology.records import KEY, TIMESTAMP, VALUE
+from deltastreams.sinks.serde import json_bytes, key_bytes
+from deltastreams.streams._internal.processing.flow import Flow
+from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.stateless import _typed
+from deltastreams.streams._internal.processing.table import decode_row, table_chain, table_getter
+from deltastreams.streams._internal.processing.walk import AT_END, AT_START
+from deltastreams.topology.functions import UserFunction
+from deltastreams.topology.nodes import JoinKind, StreamGlobalTableJoinNode, StreamTableJoinNode, TableMergeNode, TableTableJoinNode
+from deltastreams.topology.records import KEY, TIMESTAMP, VALUE
 
 
 def _call_joiner(joiner: UserFunction, key: Any, left: Any, right: Any, seq: int, node: str, context: ProcessContext) -> tuple[bool, Any]:

@@ -1,7 +1,7 @@
 """The processing core: one sub-topology, one task, one batch. No Spark, no files here.
 
 Given a task's input records (per source topic, in offset order) and the task's stores, a
-:class:`TaskProcessor` runs the sub-topology's operators (:mod:`~streams._internal.processing.plan`)
+:class:`TaskProcessor` runs the sub-topology's operators (:mod:`~deltastreams.streams._internal.processing.plan`)
 and returns the records to append per output topic, the changelog entries of its stores, the
 records it could not process, and its metrics. Which partition each record goes to is the record
 collector's decision. One call is one commit: record caching keeps the last revision per window
@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from state import ChangeLoggingStore, ChangelogEntry, ReadOnlyKeyValueStore, ReadOnlyWindowStore
-from streams._internal.processing.flow import BadRecords, Flow, concat_flows, record_headers
-from streams._internal.processing.idle import next_close_ms
-from streams._internal.processing.input import SeenInputs
-from streams._internal.processing.operator import BuildContext, ProcessContext
-from streams._internal.processing.plan import plan_task
-from streams._internal.processing.walk import enter, number_forks, turns
-from topology.graph import SubTopology, Topology
-from topology.nodes import SourceNode
-from topology.records import HEADERS, KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
+from deltastreams.state import ChangeLoggingStore, ChangelogEntry, ReadOnlyKeyValueStore, ReadOnlyWindowStore
+from deltastreams.streams._internal.processing.flow import BadRecords, Flow, concat_flows, record_headers
+from deltastreams.streams._internal.processing.idle import next_close_ms
+from deltastreams.streams._internal.processing.input import SeenInputs
+from deltastreams.streams._internal.processing.operator import BuildContext, ProcessContext
+from deltastreams.streams._internal.processing.plan import plan_task
+from deltastreams.streams._internal.processing.walk import enter, number_forks, turns
+from deltastreams.topology.graph import SubTopology, Topology
+from deltastreams.topology.nodes import SourceNode
+from deltastreams.topology.records import HEADERS, KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
 
 DEAD_LETTER_VALUE = pa.struct(
     [
@@ -66,7 +66,7 @@ class TaskResult:
     an aggregation."""
     processed: int = 0
     idle_advanced: bool = False
-    """An idle advance moved the task's stream time (streams._internal.processing.idle)."""
+    """An idle advance moved the task's stream time (deltastreams.streams._internal.processing.idle)."""
     idle_stream_time: int | None = None
     """After an idle advance: the largest stream time it reached (stamps the changelog records)."""
     next_close_ms: int | None = None
@@ -134,7 +134,7 @@ class TaskProcessor:
         record form (``partition``, ``offset``, ``timestamp``, ``key``, ``value``), offset order.
 
         ``idle_advance_ms``: without records, move the task's stream time that far (idle close,
-        :mod:`streams._internal.processing.idle`), but only if that closes something: otherwise
+        :mod:`deltastreams.streams._internal.processing.idle`), but only if that closes something: otherwise
         nothing changes and nothing is written. Ignored when there are records."""
         context = ProcessContext(BadRecords(self.fail_on_bad_record, str(self.task_id)))
         if self.extractors:

@@ -5,9 +5,9 @@ sees (once per task in the test driver, once per micro-batch on Spark, where a t
 live for a batch). Records forwarded while a record is processed, or by a punctuation that fires
 after it, carry that record's ``_seq``, so they keep the task's order downstream; those of a
 record its walk too, those of a punctuation a walk after all of the record's
-(:mod:`~streams._internal.processing.walk`).
+(:mod:`~deltastreams.streams._internal.processing.walk`).
 
-Punctuation (:mod:`~streams._internal.processing.punctuation`): stream-time schedules are checked
+Punctuation (:mod:`~deltastreams.streams._internal.processing.punctuation`): stream-time schedules are checked
 after every record, wall-clock ones at the end of every batch.
 """
 
@@ -20,15 +20,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from conf.errors import ProcessingError
-from sinks.serde import key_bytes_of
-from streams._internal.processing.flow import WALK, Flow, flow_schema, infer_array, record_headers
-from streams._internal.processing.operator import BuildContext, Operator, ProcessContext
-from streams._internal.processing.punctuation import STREAM_TIME, WALL_CLOCK_TIME, Punctuations, Schedule
-from streams._internal.processing.walk import PUNCTUATION, walk_column, walks
-from topology.nodes import ProcessNode
-from topology.processor_api import Record
-from topology.records import HEADERS, headers_array, headers_of
+from deltastreams.conf.errors import ProcessingError
+from deltastreams.sinks.serde import key_bytes_of
+from deltastreams.streams._internal.processing.flow import WALK, Flow, flow_schema, infer_array, record_headers
+from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.punctuation import STREAM_TIME, WALL_CLOCK_TIME, Punctuations, Schedule
+from deltastreams.streams._internal.processing.walk import PUNCTUATION, walk_column, walks
+from deltastreams.topology.nodes import ProcessNode
+from deltastreams.topology.processor_api import Record
+from deltastreams.topology.records import HEADERS, headers_array, headers_of
 
 
 def _store_key(key: Any) -> bytes:

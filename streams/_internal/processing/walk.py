@@ -4,7 +4,7 @@ Kafka hands a task's input records to the sub-topology one at a time, and each g
 a processor forwards every record it makes to its children in the order they were added, and a
 child runs to the end of its branch before the next child, or the next record, comes up. The
 core runs a whole batch operator by operator instead, so an operator reading a table by key must
-be told where in that walk it stands (:mod:`streams._internal.processing.table`): its **turn**.
+be told where in that walk it stands (:mod:`deltastreams.streams._internal.processing.table`): its **turn**.
 ``_seq`` (the input record) orders the turns of different input records; this module orders the
 turns within one.
 
@@ -44,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streams._internal.processing.flow import WALK, Flow
+from deltastreams.streams._internal.processing.flow import WALK, Flow
 
 _ENTRY = struct.Struct(">HI")
 _RANK = struct.Struct(">H")

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from state import NO_STREAM_TIME
-from topology.nodes import Windows
+from deltastreams.state import NO_STREAM_TIME
+from deltastreams.topology.nodes import Windows
 
 _LAST_EMIT_KEY = b"\xff\xfflast-emitted-close-time"
 _LONG = struct.Struct(">q")

@@ -11,8 +11,8 @@ send through one ``RecordCollector``, changelog entries go through it too.
 Files are written next to the topics' tables and are not part of any topic until a commit adds
 them. A partition written by one task gets its final offsets here. A repartition topic is written
 as *staged* files (Arrow IPC, record form, no offsets) that the downstream task of each partition
-merges (:mod:`streams._internal.runtime.merge`). A sink partition written by several tasks is
-renumbered by the driver before the commit (:mod:`streams._internal.runtime.consolidate`).
+merges (:mod:`deltastreams.streams._internal.runtime.merge`). A sink partition written by several tasks is
+renumbered by the driver before the commit (:mod:`deltastreams.streams._internal.runtime.consolidate`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from sinks import Topic, partitions_for, write_staged_file
-from state import ChangelogEntry
-from streams._internal.processing.task import TaskResult
-from streams._internal.runtime.plan import TopicTarget, WrittenFile, schema_to_text
+from deltastreams.sinks import Topic, partitions_for, write_staged_file
+from deltastreams.state import ChangelogEntry
+from deltastreams.streams._internal.processing.task import TaskResult
+from deltastreams.streams._internal.runtime.plan import TopicTarget, WrittenFile, schema_to_text
 
 
 class Collector(Protocol):

@@ -30,16 +30,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 
-from conf import StreamsConfig
-from conf.errors import BatchTimedOutError
-from sinks import DataFile, KnownVersion, append_at, checkpoint_if_due, commit_files, open_table, under_root
-from sinks.transaction import DecidedBatch, TablePublication, TransactionLog
-from streams._internal.runtime.consolidate import consolidate
-from streams._internal.runtime.crashpoints import crash_point
-from streams._internal.runtime.plan import WrittenFile
-from streams._internal.runtime.registry import TopicRegistry
-from streams._internal.runtime.timing import Phases
-from topology.graph import SubTopology
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import BatchTimedOutError
+from deltastreams.sinks import DataFile, KnownVersion, append_at, checkpoint_if_due, commit_files, open_table, under_root
+from deltastreams.sinks.transaction import DecidedBatch, TablePublication, TransactionLog
+from deltastreams.streams._internal.runtime.consolidate import consolidate
+from deltastreams.streams._internal.runtime.crashpoints import crash_point
+from deltastreams.streams._internal.runtime.plan import WrittenFile
+from deltastreams.streams._internal.runtime.registry import TopicRegistry
+from deltastreams.streams._internal.runtime.timing import Phases
+from deltastreams.topology.graph import SubTopology
 
 log = logging.getLogger("deltastreams")
 

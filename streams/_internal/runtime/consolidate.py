@@ -6,7 +6,7 @@ is (unless a cast is needed). A partition of a sink or the dead-letter topic wri
 tasks (or by an earlier sub-topology of the same trigger) gets its files renumbered one after the
 other, in writer order: nothing downstream in the application reads these topics, so their order
 across writers is not a processing order. (Repartition topics, which are read downstream, arrive
-here already merged in event-time order by the downstream tasks: :mod:`streams._internal.runtime.merge`.)
+here already merged in event-time order by the downstream tasks: :mod:`deltastreams.streams._internal.runtime.merge`.)
 A topic created by this batch gets one schema (the first writer's, unless its types are null where
 another writer's are not).
 """
@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
-from sinks import DataFile, TopicLayout, rewrite_file
-from streams._internal.runtime.plan import WrittenFile, schema_from_text
-from streams._internal.runtime.registry import TopicRegistry
+from deltastreams.sinks import DataFile, TopicLayout, rewrite_file
+from deltastreams.streams._internal.runtime.plan import WrittenFile, schema_from_text
+from deltastreams.streams._internal.runtime.registry import TopicRegistry
 
 
 def _null_columns(schema: pa.Schema) -> int:

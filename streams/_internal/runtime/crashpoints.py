@@ -11,8 +11,8 @@ import signal
 import sys
 from collections import Counter
 
-from sinks.kafka_publisher import KILL_POINTS as KAFKA_TRANSACTION_POINTS
-from sinks.retention import KILL_POINTS as RETENTION_POINTS
+from deltastreams.sinks.kafka_publisher import KILL_POINTS as KAFKA_TRANSACTION_POINTS
+from deltastreams.sinks.retention import KILL_POINTS as RETENTION_POINTS
 
 COMMIT_POINTS = ("after_data_files", "after_consolidate", "after_commit", "during_publication", "before_spark_commit")
 POINTS = COMMIT_POINTS + RETENTION_POINTS
@@ -21,7 +21,7 @@ POINTS = COMMIT_POINTS + RETENTION_POINTS
 KAFKA_SINK_POINTS = ("before_kafka_publish", *KAFKA_TRANSACTION_POINTS)
 """With topics mirrored to Kafka (reached only then, so not in :data:`POINTS`): after a batch is
 decided and published under the root, before its Kafka transaction; then inside that transaction
-(:data:`sinks.kafka_publisher.KILL_POINTS`)."""
+(:data:`deltastreams.sinks.kafka_publisher.KILL_POINTS`)."""
 RESCALE_POINTS = (
     "rescale_after_recover",
     "rescale_after_staging",
@@ -30,10 +30,10 @@ RESCALE_POINTS = (
     "rescale_before_decide",
     "rescale_after_switch",
 )
-"""Inside ``python -m jobs.rescale`` (:mod:`streams.rescale`), in the order it reaches them; not
+"""Inside ``python -m deltastreams.jobs.rescale`` (:mod:`deltastreams.streams.rescale`), in the order it reaches them; not
 in :data:`POINTS`, which an application run reaches."""
 RESET_POINTS = ("reset_after_fence", "reset_after_plan", "reset_during_decide", "reset_after_decide", "reset_during_delete", "reset_before_unplan")
-"""Inside ``python -m jobs.reset`` (:mod:`streams.reset`), in the order it reaches them."""
+"""Inside ``python -m deltastreams.jobs.reset`` (:mod:`deltastreams.streams.reset`), in the order it reaches them."""
 _reached: Counter[str] = Counter()
 
 

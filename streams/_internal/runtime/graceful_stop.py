@@ -3,7 +3,7 @@
 Left alone, SIGTERM ends a Python process at once (a crash, as far as the job is concerned) and
 SIGINT runs PySpark's handler, which cancels every Spark job, the micro-batch in flight included,
 before raising ``KeyboardInterrupt``. :class:`StopOnSignal` replaces both for a running
-:class:`streams.StreamsApp`: it raises :class:`StopSignal` in the main thread, which leaves
+:class:`deltastreams.streams.StreamsApp`: it raises :class:`StopSignal` in the main thread, which leaves
 ``StreamsApp.run`` through its ``finally: stop()`` (no new batch starts, the running one finishes
 and is recorded). The exception is raised only where the main thread is outside Py4J and PySpark
 code, since an exception in the middle of a Py4J call would leave the gateway connection waiting
@@ -89,7 +89,7 @@ class StopOnSignal:
         while frame is not None:
             modules.append((frame.f_globals.get("__name__", ""), frame.f_code.co_name))
             frame = frame.f_back
-        if any(module == "streams.app" and function == "stop" for module, function in modules):
+        if any(module == "deltastreams.streams.app" and function == "stop" for module, function in modules):
             return  # the application is stopping already
         if any(module.split(".")[0] in _UNSAFE_MODULES for module, _ in modules):
             signal.setitimer(signal.ITIMER_REAL, _RETRY_S)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 
 import pyarrow.fs as pafs
 
-from sinks import filesystem_for, under_root
+from deltastreams.sinks import filesystem_for, under_root
 
 log = logging.getLogger("deltastreams")
 

@@ -1,7 +1,7 @@
 """When to run an idle task (idle close, beyond Kafka): the driver's wall-clock bookkeeping.
 
 The processing core moves an idle task's stream time on request
-(:mod:`streams._internal.processing.idle`); this decides when, and how far, the same way for
+(:mod:`deltastreams.streams._internal.processing.idle`); this decides when, and how far, the same way for
 the Spark runtime and the test driver.
 
 Per task it keeps the wall-clock time its stream time was last anchored (the batch that brought
@@ -29,8 +29,8 @@ import threading
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
-from topology.graph import SubTopology, Topology
-from topology.nodes import AggregateNode, SessionAggregateNode, SlidingAggregateNode, SuppressNode
+from deltastreams.topology.graph import SubTopology, Topology
+from deltastreams.topology.nodes import AggregateNode, SessionAggregateNode, SlidingAggregateNode, SuppressNode
 
 
 def keeps_time(topology: Topology, sub: SubTopology) -> bool:

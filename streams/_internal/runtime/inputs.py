@@ -1,7 +1,7 @@
 """The application's input topics as the driver sees them: their latest versions, watched in the
 background, and the files each version added, read once and cut into bounded batches.
 
-The watcher polls every input topic's Delta log (:func:`sinks.latest_version`: one probe for the
+The watcher polls every input topic's Delta log (:func:`deltastreams.sinks.latest_version`: one probe for the
 next commit file when nothing changed, whatever the table's size) and asks for a trigger whenever some sub-topology has input it has not consumed.
 A trigger takes whole versions, as many as fit in ``max_records_per_batch`` records per topic (at
 least one), so a backlog is consumed in bounded batches; if input is left, the trigger asks for
@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Mapping
 
 
-from sinks import DataFile, files_added, latest_version, open_table
-from streams._internal.runtime.kafka_sources import KafkaSources
+from deltastreams.sinks import DataFile, files_added, latest_version, open_table
+from deltastreams.streams._internal.runtime.kafka_sources import KafkaSources
 
 log = logging.getLogger("deltastreams")
 

@@ -2,7 +2,7 @@
 
 Such a topic is written under the root like every topic, by the sub-topology's own commit
 protocol. Once a batch is decided and published there, its records of the mirrored topics go to
-Kafka in one Kafka transaction carrying the batch's number (:mod:`sinks.kafka_publisher`), from
+Kafka in one Kafka transaction carrying the batch's number (:mod:`deltastreams.sinks.kafka_publisher`), from
 the driver. A crash between the decision and the Kafka commit leaves a decided batch Kafka lacks:
 at start, every sub-topology's Kafka producer first fences any older instance, then publishes the
 decided batches after the last one Kafka has, read back from the files the transaction log names.
@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import logging
 
-from conf import StreamsConfig
-from conf.errors import TopicError
-from sinks import Topic, open_table, read_commit
-from sinks.kafka import KafkaTopic, create_kafka_topic
-from sinks.kafka_publisher import KafkaPublisher
-from sinks.transaction import DecidedBatch, decided_entry
-from streams._internal.runtime.crashpoints import crash_point
-from streams._internal.runtime.registry import TopicRegistry
-from topology.graph import Topology
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import TopicError
+from deltastreams.sinks import Topic, open_table, read_commit
+from deltastreams.sinks.kafka import KafkaTopic, create_kafka_topic
+from deltastreams.sinks.kafka_publisher import KafkaPublisher
+from deltastreams.sinks.transaction import DecidedBatch, decided_entry
+from deltastreams.streams._internal.runtime.crashpoints import crash_point
+from deltastreams.streams._internal.runtime.registry import TopicRegistry
+from deltastreams.topology.graph import Topology
 
 log = logging.getLogger("deltastreams")
 

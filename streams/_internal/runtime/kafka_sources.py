@@ -5,7 +5,7 @@ read (:data:`Offsets`). A sub-topology's batch reads, per partition, the offsets
 committed position up to the partition's end (the high watermark, with ``read_committed`` the
 last stable offset), at most ``max_records_per_batch`` records per topic (rounded up per partition),
 shared out over the partitions in proportion to their backlogs. The ranges go into the task plans (each task reads its own partition with
-``assign()``, :func:`sinks.kafka.read_range`) and into the batch's decision in the sub-topology's
+``assign()``, :func:`deltastreams.sinks.kafka.read_range`) and into the batch's decision in the sub-topology's
 transaction log, so Kafka input to Delta outputs is exactly once by the application's own commit
 protocol: no consumer group, no Kafka transaction.
 
@@ -20,11 +20,11 @@ import logging
 import threading
 from collections.abc import Mapping
 
-from conf.errors import TopicError
-from conf.kafka import KafkaConfig
-from sinks.kafka import KafkaTopic, OffsetOutOfRangeError, partition_count, watermarks
-from topology.graph import Topology
-from topology.nodes import SourceNode
+from deltastreams.conf.errors import TopicError
+from deltastreams.conf.kafka import KafkaConfig
+from deltastreams.sinks.kafka import KafkaTopic, OffsetOutOfRangeError, partition_count, watermarks
+from deltastreams.topology.graph import Topology
+from deltastreams.topology.nodes import SourceNode
 
 log = logging.getLogger("deltastreams")
 

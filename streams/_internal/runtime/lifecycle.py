@@ -1,5 +1,5 @@
 """The application's lifecycle state, as Kafka Streams' ``KafkaStreams.State``: what the metrics
-endpoint reports as ``deltastreams_application_state`` and what :class:`streams.app.StreamsApp`
+endpoint reports as ``deltastreams_application_state`` and what :class:`deltastreams.streams.app.StreamsApp`
 exposes as ``state``."""
 
 from __future__ import annotations

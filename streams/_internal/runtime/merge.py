@@ -3,7 +3,7 @@
 Each staged file is one writer's records for the partition, in the order that writer produced
 them. The merge always takes the writer whose next record has the smallest timestamp (ties: the
 lower writer), which is how Kafka Streams picks among a task's input partitions (its
-PartitionGroup, :mod:`streams._internal.processing.order`). Interleaving writers by arrival, or
+PartitionGroup, :mod:`deltastreams.streams._internal.processing.order`). Interleaving writers by arrival, or
 one writer after the other, would make stream time downstream jump ahead by a whole batch and
 drop records as late depending on how the input was cut into batches; the merge keeps results
 independent of that.
@@ -20,9 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from sinks import DataFile, Topic, read_staged_file
-from streams._internal.processing.order import merge_order
-from streams._internal.runtime.plan import TopicTarget, WrittenFile, schema_to_text
+from deltastreams.sinks import DataFile, Topic, read_staged_file
+from deltastreams.streams._internal.processing.order import merge_order
+from deltastreams.streams._internal.runtime.plan import TopicTarget, WrittenFile, schema_to_text
 
 
 def merge_fresh(target: TopicTarget, partition: int, staged: Sequence[tuple[int, DataFile]]) -> tuple[pa.Table, WrittenFile]:

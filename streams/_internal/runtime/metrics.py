@@ -24,9 +24,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from conf.errors import ConfigError
-from sinks import files_added
-from streams._internal.runtime.lifecycle import AppState
+from deltastreams.conf.errors import ConfigError
+from deltastreams.sinks import files_added
+from deltastreams.streams._internal.runtime.lifecycle import AppState
 
 log = logging.getLogger("deltastreams")
 

@@ -1,7 +1,7 @@
 """One trigger's plan, built once on the driver, and what each task reports back.
 
 A trigger runs every sub-topology that has input, upstream first, as the stages of one Spark job
-(:mod:`streams._internal.spark.job`). The plan says, for every task: which committed files it
+(:mod:`deltastreams.streams._internal.spark.job`). The plan says, for every task: which committed files it
 reads (new input of external topics, a repartition topic's backlog), which repartition topics'
 *fresh* records it merges from the upstream stage of the same job, where each output partition
 ends (its next offset), and where each store's changelog stands. Only file metadata travels;
@@ -29,11 +29,11 @@ from dataclasses import asdict, dataclass, field
 
 import pyarrow as pa
 
-from sinks import DataFile, TopicLayout
-from sinks.kafka import KafkaTopic
-from sinks.serde import HEADERS
-from state import ChangelogPosition
-from topology.graph import Topology
+from deltastreams.sinks import DataFile, TopicLayout
+from deltastreams.sinks.kafka import KafkaTopic
+from deltastreams.sinks.serde import HEADERS
+from deltastreams.state import ChangelogPosition
+from deltastreams.topology.graph import Topology
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class TaskPlan:
     """False: merge the fresh records only; the sub-topology runs in a later job (Catalyst mode)."""
     idle_advance_ms: int | None = None
     """Idle close: if the task gets no records, move its stream time this far (wall-clock ms
-    since it was last anchored; :mod:`streams._internal.runtime.idle`)."""
+    since it was last anchored; :mod:`deltastreams.streams._internal.runtime.idle`)."""
 
     @property
     def task_id(self) -> str:
@@ -146,7 +146,7 @@ class BatchSettings:
     their process before touching a file. Not in the repr: secrets."""
     state_under_tmp: str | None = None
     """Set when each host keeps state under its own temporary directory (an object-store root
-    without ``state_dir``: :attr:`conf.StreamsConfig.state_under_tmp`)."""
+    without ``state_dir``: :attr:`deltastreams.conf.StreamsConfig.state_under_tmp`)."""
 
     def local_state_dir(self) -> str:
         """The state directory on the machine that calls this (a task's host)."""

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sinks import DataFile, files_added
-from state import ChangelogPosition
-from streams._internal.runtime.inputs import InputLog
-from streams._internal.runtime.kafka_sources import KafkaSources, moved
-from streams._internal.runtime.plan import BatchPlan, BatchSettings, InputFiles, KafkaRead, ShippedTopology, SubtopologyPlan, TaskPlan
-from streams._internal.runtime.registry import TopicRegistry
-from topology.graph import SubTopology, Topology
+from deltastreams.sinks import DataFile, files_added
+from deltastreams.state import ChangelogPosition
+from deltastreams.streams._internal.runtime.inputs import InputLog
+from deltastreams.streams._internal.runtime.kafka_sources import KafkaSources, moved
+from deltastreams.streams._internal.runtime.plan import BatchPlan, BatchSettings, InputFiles, KafkaRead, ShippedTopology, SubtopologyPlan, TaskPlan
+from deltastreams.streams._internal.runtime.registry import TopicRegistry
+from deltastreams.topology.graph import SubTopology, Topology
 
 
 @dataclass
@@ -71,7 +71,7 @@ class Planner:
         """``latest``: per input topic, its latest version (absent: take no new input from it).
         ``positions(sub, topic)``: where a sub-topology's committed input ends. ``idle``: per
         task ``(sub-topology, partition)`` due for an idle advance, how far (a sub-topology runs
-        for them even without input; :mod:`streams._internal.runtime.idle`)."""
+        for them even without input; :mod:`deltastreams.streams._internal.runtime.idle`)."""
         idle = idle or {}
         running: set[int] = set()
         trigger = TriggerPlan(BatchPlan(batch_id, self.settings, self.shipped, ()))

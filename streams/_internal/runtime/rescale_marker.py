@@ -1,4 +1,4 @@
-"""Where a rescale (:mod:`streams.rescale`) keeps its plan, and the start-up check that refuses to
+"""Where a rescale (:mod:`deltastreams.streams.rescale`) keeps its plan, and the start-up check that refuses to
 run an application whose rescale is unfinished."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from conf.errors import ConfigError
+from deltastreams.conf.errors import ConfigError
 
 
 def rescale_dir(root: str, application_id: str) -> Path:
@@ -45,7 +45,7 @@ def require_no_rescale(root: str, application_id: str) -> None:
     if plan is not None:
         raise ConfigError(
             f"application {application_id} has an unfinished rescale to {plan['partitions']} partitions ({plan_path(root, application_id)}, "
-            f"phase {plan['phase']}): run `python -m jobs.rescale --root {root} --application-id {application_id} --partitions "
+            f"phase {plan['phase']}): run `python -m deltastreams.jobs.rescale --root {root} --application-id {application_id} --partitions "
             f"{plan['partitions']}` again to finish it before starting the application",
             setting="root",
         )

@@ -1,4 +1,4 @@
-"""Where a reset (:mod:`streams.reset`) keeps its plan while it runs, and the start-up check that
+"""Where a reset (:mod:`deltastreams.streams.reset`) keeps its plan while it runs, and the start-up check that
 refuses to run an application whose reset is unfinished. Unlike a rescale's plan, it may live on
 an object store: it is one small file, written whole (a rename locally, a single PUT on S3)."""
 
@@ -9,8 +9,8 @@ import os
 
 import pyarrow.fs as pafs
 
-from conf.errors import ConfigError
-from sinks import filesystem_for, under_root
+from deltastreams.conf.errors import ConfigError
+from deltastreams.sinks import filesystem_for, under_root
 
 
 def plan_uri(root: str, application_id: str) -> str:
@@ -58,7 +58,7 @@ def require_no_reset(root: str, application_id: str) -> None:
     if plan is not None:
         raise ConfigError(
             f"application {application_id} has an unfinished reset ({plan_uri(root, application_id)}, to {plan['target']}): run "
-            f"`python -m jobs.reset --root {root} --application-id {application_id}` (or the job's own `reset` subcommand) again "
+            f"`python -m deltastreams.jobs.reset --root {root} --application-id {application_id}` (or the job's own `reset` subcommand) again "
             "to finish it before starting the application",
             setting="root",
         )

@@ -1,10 +1,10 @@
-"""Retention while the application runs: each step of :mod:`sinks.retention` on the tables this
+"""Retention while the application runs: each step of :mod:`deltastreams.sinks.retention` on the tables this
 application writes, at its interval, between commits.
 
 - purge: repartition records every reading sub-topology has committed as consumed (Kafka's
   ``deleteRecords`` after a commit);
 - compact: changelogs (last record per key; old tombstones dropped, clean watermarks raised, so
-  a store behind a watermark is rebuilt from scratch: :mod:`state.task_stores`);
+  a store behind a watermark is rebuilt from scratch: :mod:`deltastreams.state.task_stores`);
 - optimize (and, if configured, time/size retention): sink topics and the dead-letter topic;
 - delete files: unreferenced data files of every table written, once old enough, never a file
   a decided batch lists;
@@ -25,8 +25,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from conf.retention import RetentionConfig
-from sinks.retention import (
+from deltastreams.conf.retention import RetentionConfig
+from deltastreams.sinks.retention import (
     RetentionResult,
     Step,
     changelog_watermarks,
@@ -39,10 +39,10 @@ from sinks.retention import (
     optimize_files,
     purge_consumed,
 )
-from streams._internal.runtime.committer import Committer
-from streams._internal.runtime.crashpoints import crash_point
-from streams._internal.runtime.registry import TopicRegistry
-from topology.graph import Topology
+from deltastreams.streams._internal.runtime.committer import Committer
+from deltastreams.streams._internal.runtime.crashpoints import crash_point
+from deltastreams.streams._internal.runtime.registry import TopicRegistry
+from deltastreams.topology.graph import Topology
 
 log = logging.getLogger("deltastreams")
 

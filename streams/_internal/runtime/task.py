@@ -1,14 +1,14 @@
 """One task's micro-batches, on whatever machine runs it: records in, files out.
 
 Per batch a task merges the fresh repartition records the upstream stage staged for its partition
-(:mod:`streams._internal.runtime.merge`), reads its committed input files, catches its stores up
+(:mod:`deltastreams.streams._internal.runtime.merge`), reads its committed input files, catches its stores up
 with their committed changelogs, runs the processing core, and writes every output through the
 record collector. Nothing it writes is visible until the driver's commit adds the files; the
 stores do not change until the next batch finds the changelog committed
-(:mod:`state.task_stores`).
+(:mod:`deltastreams.state.task_stores`).
 
 A :class:`TaskExecutor` lives as long as the process that runs the task (its task host,
-:mod:`streams._internal.runtime.task_host`), so the stores stay open between batches.
+:mod:`deltastreams.streams._internal.runtime.task_host`), so the stores stay open between batches.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from sinks import DataFile, Topic, use_storage_options
-from sinks.kafka import read_range
-from state import ChangelogPosition, StoreCorruptedError, TaskStores
-from streams._internal.processing.task import TaskProcessor
-from streams._internal.runtime.collector import RecordCollector, collect
-from streams._internal.runtime.merge import merge_fresh
-from streams._internal.runtime.plan import BatchPlan, BatchSettings, SubtopologyPlan, TaskOutcome, TaskPlan
-from streams._internal.runtime.timing import Phases
+from deltastreams.sinks import DataFile, Topic, use_storage_options
+from deltastreams.sinks.kafka import read_range
+from deltastreams.state import ChangelogPosition, StoreCorruptedError, TaskStores
+from deltastreams.streams._internal.processing.task import TaskProcessor
+from deltastreams.streams._internal.runtime.collector import RecordCollector, collect
+from deltastreams.streams._internal.runtime.merge import merge_fresh
+from deltastreams.streams._internal.runtime.plan import BatchPlan, BatchSettings, SubtopologyPlan, TaskOutcome, TaskPlan
+from deltastreams.streams._internal.runtime.timing import Phases
 
 log = logging.getLogger("deltastreams")
 

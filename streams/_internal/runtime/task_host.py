@@ -5,7 +5,7 @@ found again only by chance. A task host is a process of its own per (state direc
 task), started by the first Spark task that needs it and found again by every later one on that
 machine through a Unix socket with a name derived from those three (Linux abstract namespace: no
 file to clean up, no path-length limit). It keeps the task's RocksDB stores open and its last
-batch's changes in memory (:class:`streams._internal.runtime.task.TaskExecutor`), so a batch
+batch's changes in memory (:class:`deltastreams.streams._internal.runtime.task.TaskExecutor`), so a batch
 neither reopens a store nor reads its own changelog back. Batches reach it one at a time.
 
 Hosts are forked by a *host factory*, one per executor, that has imported the processing code
@@ -33,7 +33,7 @@ import time
 import traceback
 from collections.abc import Iterable
 
-from conf.errors import DeltaStreamsError
+from deltastreams.conf.errors import DeltaStreamsError
 
 log = logging.getLogger("deltastreams")
 
@@ -108,7 +108,7 @@ def _spawn_factory(executor_pid: int) -> None:
     # Detached through an intermediate process that exits at once, so the factory is not a child
     # of a Python worker that never reaps it; it stays in Spark's process group on purpose (the
     # daemon's SIGHUP at shutdown ends it and its hosts).
-    command = [sys.executable, "-m", "streams._internal.runtime.task_host", "--factory", "--watch-pid", str(executor_pid)]
+    command = [sys.executable, "-m", "deltastreams.streams._internal.runtime.task_host", "--factory", "--watch-pid", str(executor_pid)]
     launcher = f"import subprocess; subprocess.Popen({command!r}, stdin=subprocess.DEVNULL, close_fds=True)"
     # It forks its hosts after importing NumPy: no BLAS thread pool may exist by then.
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -203,7 +203,7 @@ def factory(watch_pid: int) -> None:
     listener = _listen(_factory_name(watch_pid))
     if listener is None:
         return
-    import streams._internal.runtime.task  # noqa: F401 - the imports every host needs, paid once
+    import deltastreams.streams._internal.runtime.task  # noqa: F401 - the imports every host needs, paid once
     from pyspark import cloudpickle  # noqa: F401 - unpickles the shipped topology
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # hosts are reaped by the kernel
@@ -252,7 +252,7 @@ def _run(executor, plan, task, staged, records):
 
 
 def serve(listener: socket.socket, name: str, idle_timeout_s: float, watch_pid: int) -> None:
-    from streams._internal.runtime.task import TaskExecutor
+    from deltastreams.streams._internal.runtime.task import TaskExecutor
 
     listener.settimeout(1.0)
     executor: TaskExecutor | None = None

@@ -1,14 +1,14 @@
 """The start-up guard of topology upgrades (docs/operations.md, "Upgrading a topology").
 
 Each sub-topology's transaction log keeps, as its table property ``deltastreams.topology``, the
-:class:`~topology.upgrade.TopologyRecord` of the topology its decided batches were committed
+:class:`~deltastreams.topology.upgrade.TopologyRecord` of the topology its decided batches were committed
 under. The property is set by the first decided batch of a start whose topology differs from the
-recorded one (:meth:`sinks.transaction.TransactionLog.keep_with_next_decision`): atomically with
+recorded one (:meth:`deltastreams.sinks.transaction.TransactionLog.keep_with_next_decision`): atomically with
 state produced under it, so a start that is stopped before committing anything leaves the record
 as it was (rolling back to the old topology then needs nothing), and no other batch pays for it.
 
 At start, before anything is written (no epoch registered, no instance fenced): the records are
-read, :func:`topology.upgrade.lost_state` lists what the new topology would not find, and the start
+read, :func:`deltastreams.topology.upgrade.lost_state` lists what the new topology would not find, and the start
 is refused with :class:`TopologyUpgradeError` naming each (with what it holds), unless
 ``topology_upgrade = "accept_loss"`` (then a warning). A log without a record (a first start, or
 state committed before records existed) is not compared: it is recorded on its first batch.
@@ -19,14 +19,14 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
-from conf import StreamsConfig, TopologyUpgrade
-from conf.errors import DeltaStreamsError, TopologyUpgradeError
-from sinks import Topic, files_added, snapshot_files, table_exists
-from sinks.transaction import TransactionLog, log_property
-from streams._internal.runtime.committer import Committer, transaction_log_uri
-from topology.graph import Topology
-from topology.nodes import StoreSpec, TableSourceNode
-from topology.upgrade import Change, Kind, TopologyRecord, lost_state, records_of
+from deltastreams.conf import StreamsConfig, TopologyUpgrade
+from deltastreams.conf.errors import DeltaStreamsError, TopologyUpgradeError
+from deltastreams.sinks import Topic, files_added, snapshot_files, table_exists
+from deltastreams.sinks.transaction import TransactionLog, log_property
+from deltastreams.streams._internal.runtime.committer import Committer, transaction_log_uri
+from deltastreams.topology.graph import Topology
+from deltastreams.topology.nodes import StoreSpec, TableSourceNode
+from deltastreams.topology.upgrade import Change, Kind, TopologyRecord, lost_state, records_of
 
 log = logging.getLogger("deltastreams")
 
@@ -138,7 +138,7 @@ def _action(changes: list[Change], topology: Topology) -> str:
         lines.append("to keep the committed state, give the old names back: " + "; ".join(keep))
     lines.append(
         'to start without it, set topology_upgrade = "accept_loss" (--set topology_upgrade=accept_loss; '
-        "--accept-topology-change on python -m jobs.pageview run)"
+        "--accept-topology-change on python -m deltastreams.jobs.pageview run)"
     )
     lines.append(
         "from now on, name stateful steps so their names stop shifting: name= on count/reduce/aggregate names the store "

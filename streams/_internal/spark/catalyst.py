@@ -1,12 +1,12 @@
 """The Catalyst prefix of a sub-topology: its leading Spark Column steps, applied to the records
-of a batch read before the processing core takes over (``topology.compile`` decides which)."""
+of a batch read before the processing core takes over (``deltastreams.topology.compile`` decides which)."""
 
 from __future__ import annotations
 
-from topology.compile import CompiledSubtopology
-from topology.records import HEADERS, REJECTED
-from topology.graph import Topology
-from topology.nodes import FilterNode, MapValuesNode, SelectKeyNode
+from deltastreams.topology.compile import CompiledSubtopology
+from deltastreams.topology.records import HEADERS, REJECTED
+from deltastreams.topology.graph import Topology
+from deltastreams.topology.nodes import FilterNode, MapValuesNode, SelectKeyNode
 
 
 def apply_catalyst_steps(compiled: CompiledSubtopology, topology: Topology, frame):

@@ -3,7 +3,7 @@ them (``delta_spark = auto | on | off``).
 
 The application never needs it (tasks read and write topics through delta-rs); it is there for
 Spark code sharing the session: ``format("delta")`` reads and writes of topics, Delta's streaming
-source over output topics (:mod:`streams.spark`). Its jars are not a Python package: bin/setup
+source over output topics (:mod:`deltastreams.streams.spark`). Its jars are not a Python package: bin/setup
 builds them from ``jvm/spark/pom.xml`` into ``jvm/spark/target/lib``; on a cluster, give
 delta-spark to spark-submit (``--packages io.delta:delta-spark_4.2_2.13:4.4.0`` and the two
 settings below) and the application uses what it was given.
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from conf import DeltaSpark
-from conf.errors import ConfigError
+from deltastreams.conf import DeltaSpark
+from deltastreams.conf.errors import ConfigError
 
 JARS_DIR = Path(__file__).resolve().parents[3] / "jvm" / "spark" / "target" / "lib"
 EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"

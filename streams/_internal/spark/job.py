@@ -4,12 +4,12 @@ Stage 0 holds the tasks of the sub-topologies that read only input topics; stage
 whose repartition inputs come from stage ``k - 1`` or earlier. Between stages, a shuffle of file
 descriptors (never records) hands each downstream task the staged files its partition received
 from every upstream task; the downstream task merges them, writes the merged file, and processes
-the records (:mod:`streams._internal.runtime.task`). A partition past the last task of each stage
+the records (:mod:`deltastreams.streams._internal.runtime.task`). A partition past the last task of each stage
 carries the outcomes of earlier stages through to the driver. One job per trigger: Spark's fixed
 cost per stage is paid once per sub-topology level, not once per sub-topology and commit.
 
 Each Spark task hands its work to the task host of its deltastreams task on that machine
-(:mod:`streams._internal.runtime.task_host`), which keeps the task's stores open between batches.
+(:mod:`deltastreams.streams._internal.runtime.task_host`), which keeps the task's stores open between batches.
 A sub-topology that starts with Spark Column steps reads its records through Catalyst in a job
 of its own first; its staged outputs join the chain as if stage 0 had written them.
 
@@ -31,14 +31,14 @@ from dataclasses import asdict
 
 import pyarrow as pa
 
-from sinks import DataFile
-from streams._internal.runtime import task_host
-from streams._internal.runtime.plan import BatchPlan, SubtopologyPlan, TaskOutcome, TaskPlan
-from streams._internal.spark.catalyst import apply_catalyst_steps
-from streams._internal.spark.locality import Placement, executor_location, placed_rdd
-from streams._internal.spark.source import STORAGE_OPTIONS
-from topology.compile import CompiledSubtopology
-from topology.graph import Topology
+from deltastreams.sinks import DataFile
+from deltastreams.streams._internal.runtime import task_host
+from deltastreams.streams._internal.runtime.plan import BatchPlan, SubtopologyPlan, TaskOutcome, TaskPlan
+from deltastreams.streams._internal.spark.catalyst import apply_catalyst_steps
+from deltastreams.streams._internal.spark.locality import Placement, executor_location, placed_rdd
+from deltastreams.streams._internal.spark.source import STORAGE_OPTIONS
+from deltastreams.topology.compile import CompiledSubtopology
+from deltastreams.topology.graph import Topology
 
 log = logging.getLogger("deltastreams")
 
@@ -200,7 +200,7 @@ class TriggerJob:
         self.in_driver = spark.sparkContext.master.startswith("local")
         """Local mode: a small trigger's tasks may be called from the driver (same machine)."""
         self.placement = Placement(standby_replicas) if sticky_tasks and not self.in_driver else None
-        """On a cluster: where each task's stores are current (:mod:`streams._internal.spark.locality`)."""
+        """On a cluster: where each task's stores are current (:mod:`deltastreams.streams._internal.spark.locality`)."""
         self.standby_entries = 0
         """Changelog entries the standby copies applied during the last trigger."""
 

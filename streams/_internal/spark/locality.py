@@ -3,7 +3,7 @@ to run there.
 
 A task's stores are current on the executor that ran its last batch: there, a batch promotes
 the previous batch's changes and reads nothing back; on any other executor it reads the
-changelog's tail, and on a host that never ran the task, all of it (:mod:`state.task_stores`).
+changelog's tail, and on a host that never ran the task, all of it (:mod:`deltastreams.state.task_stores`).
 Spark hands a partition with no preferred location to whichever executor is free, so on a
 cluster of N hosts a task would land away from its stores about (N-1)/N of the time.
 
@@ -23,8 +23,8 @@ import functools
 import logging
 from collections.abc import Collection, Iterable, Sequence
 
-from streams._internal.runtime.plan import TaskOutcome
-from streams._internal.runtime.task_host import executor_pid
+from deltastreams.streams._internal.runtime.plan import TaskOutcome
+from deltastreams.streams._internal.runtime.task_host import executor_pid
 
 log = logging.getLogger("deltastreams")
 

@@ -5,7 +5,7 @@ terminal. The peer is gone on purpose, so there is nothing to report: such a wor
 quietly. Every other error is reported as PySpark reports it.
 
 Spark starts it instead of ``pyspark.daemon`` through ``spark.python.daemon.module`` (set in
-:mod:`streams._internal.spark.session`), on the driver's machine and on every executor.
+:mod:`deltastreams.streams._internal.spark.session`), on the driver's machine and on every executor.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ import os
 import shlex
 import sys
 
-from conf import DeltaSpark, StreamsConfig
-from streams._internal.spark import delta_spark
-from streams._internal.spark.spark_log import jvm_started_writing_to, running_jvm_writing_to
+from deltastreams.conf import DeltaSpark, StreamsConfig
+from deltastreams.streams._internal.spark import delta_spark
+from deltastreams.streams._internal.spark.spark_log import jvm_started_writing_to, running_jvm_writing_to
 
 _DEFAULTS = {
     "spark.ui.enabled": "false",
@@ -31,7 +31,7 @@ _DEFAULTS = {
     # ACKs (~40 ms each, seen with strace); a 2-task job took ~100 ms instead of ~140 ms.
     "spark.python.unix.domain.socket.enabled": "true",
     # PySpark's daemon, without the BrokenPipeError tracebacks every run's end printed.
-    "spark.python.daemon.module": "streams._internal.spark.quiet_daemon",
+    "spark.python.daemon.module": "deltastreams.streams._internal.spark.quiet_daemon",
     # The query's checkpoint is local scratch (a fresh one per instance; progress lives in the
     # transaction logs). Spark's default manager writes each offset and commit log entry through
     # Hadoop's FileContext, ~50 ms apiece here (idle machine, even on tmpfs); FileSystem's rename
@@ -91,11 +91,11 @@ def spark_session(config: StreamsConfig, *, log_file: str | None = None):
     (``local[2]``). Python workers use this interpreter, so they import the project too.
 
     With ``log_file``, Spark's own output (its log, its Python workers' stderr) goes there
-    instead of the terminal: :mod:`streams._internal.spark.spark_log`."""
+    instead of the terminal: :mod:`deltastreams.streams._internal.spark.spark_log`."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    from streams._internal.spark.source import DeltaTopicSource
+    from deltastreams.streams._internal.spark.source import DeltaTopicSource
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     submitted = submitted_settings()

@@ -5,7 +5,7 @@ Only sub-topologies that start with Spark Column expressions need their records 
 (every other task reads its own files, several times faster than records through the JVM).
 ``slices`` is a JSON list of ``[partition, files]``: one Spark partition per task, in offset order;
 ``form=table`` gives the topic's Delta columns instead of the record form
-(:func:`streams.spark.topic_frame`).
+(:func:`deltastreams.streams.spark.topic_frame`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ STORAGE_OPTIONS = "storage_options_secret"
 
 def _use_storage_options(options: dict) -> None:
     """The reader runs in Spark's Python workers, other processes: set the application's options there."""
-    from sinks import use_storage_options
+    from deltastreams.sinks import use_storage_options
 
     if STORAGE_OPTIONS in options:
         use_storage_options(json.loads(options[STORAGE_OPTIONS]))
@@ -48,7 +48,7 @@ class DeltaTopicSource(DataSource):
     def schema(self):
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        from sinks import TopicLayout, open_table
+        from deltastreams.sinks import TopicLayout, open_table
 
         _use_storage_options(self.options)
         table = open_table(self.options["uri"])
@@ -71,7 +71,7 @@ class TopicRecordsReader(DataSourceReader):
         return [TopicSlice(partition, files) for partition, files in self.slices]
 
     def read(self, partition: TopicSlice):
-        from sinks import DataFile, Topic, TopicLayout, open_table
+        from deltastreams.sinks import DataFile, Topic, TopicLayout, open_table
 
         if not partition.files:
             return

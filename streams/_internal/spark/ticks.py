@@ -1,7 +1,7 @@
 """How the application tells Spark there is input: a tick channel into Spark's socket source.
 
 The query's source carries no data. The driver watches the input topics' Delta versions itself
-(:class:`streams._internal.runtime.inputs.InputWatcher`) and plans each trigger from them; the
+(:class:`deltastreams.streams._internal.runtime.inputs.InputWatcher`) and plans each trigger from them; the
 query only needs to know *that* a trigger should run. So the driver serves a socket on loopback,
 Spark's built-in socket source reads it, and every line written there makes the next trigger
 fire (an idle application writes nothing, so no trigger runs).

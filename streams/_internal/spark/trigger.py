@@ -1,9 +1,9 @@
 """One trigger of an application's query: the function Spark calls through ``foreachBatch``.
 
 Per trigger: plan every sub-topology that has input, up to the input topics' latest versions
-(:mod:`streams._internal.runtime.planner`), run their tasks as one Spark job
-(:mod:`streams._internal.spark.job`), then commit the sub-topologies one after another, upstream
-first, each with its own transaction (:mod:`streams._internal.runtime.committer`). A downstream
+(:mod:`deltastreams.streams._internal.runtime.planner`), run their tasks as one Spark job
+(:mod:`deltastreams.streams._internal.spark.job`), then commit the sub-topologies one after another, upstream
+first, each with its own transaction (:mod:`deltastreams.streams._internal.runtime.committer`). A downstream
 sub-topology's source positions for its repartition inputs are known once its upstream has
 published them; it commits after that, so it never commits input that is not committed.
 """
@@ -18,21 +18,21 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from conf.errors import BatchTimedOutError
-from sinks import delete_file
-from streams._internal.runtime.committer import Committer
-from streams._internal.runtime.crashpoints import crash_point
-from streams._internal.runtime.idle import IdleClock
-from streams._internal.runtime.inputs import InputWatcher
-from streams._internal.runtime.kafka_sink import KafkaMirror
-from streams._internal.runtime.kafka_sources import least, moved
-from streams._internal.runtime.plan import TaskOutcome, WrittenFile
-from streams._internal.runtime.planner import Planner, TriggerPlan
-from streams._internal.runtime.progress import Progress
-from streams._internal.runtime.registry import TopicRegistry
-from streams._internal.runtime.timing import Phases
-from streams._internal.spark.job import TriggerJob
-from streams._internal.spark.ticks import TickChannel
+from deltastreams.conf.errors import BatchTimedOutError
+from deltastreams.sinks import delete_file
+from deltastreams.streams._internal.runtime.committer import Committer
+from deltastreams.streams._internal.runtime.crashpoints import crash_point
+from deltastreams.streams._internal.runtime.idle import IdleClock
+from deltastreams.streams._internal.runtime.inputs import InputWatcher
+from deltastreams.streams._internal.runtime.kafka_sink import KafkaMirror
+from deltastreams.streams._internal.runtime.kafka_sources import least, moved
+from deltastreams.streams._internal.runtime.plan import TaskOutcome, WrittenFile
+from deltastreams.streams._internal.runtime.planner import Planner, TriggerPlan
+from deltastreams.streams._internal.runtime.progress import Progress
+from deltastreams.streams._internal.runtime.registry import TopicRegistry
+from deltastreams.streams._internal.runtime.timing import Phases
+from deltastreams.streams._internal.spark.job import TriggerJob
+from deltastreams.streams._internal.spark.ticks import TickChannel
 
 log = logging.getLogger("deltastreams")
 
@@ -201,7 +201,7 @@ class Trigger:
 
     def _committed(self, outcomes: list[TaskOutcome], wall_ms: int) -> None:
         """A sub-topology's batch committed (or had nothing to commit): its tasks' idle reports
-        count now, never before (:mod:`streams._internal.runtime.idle`)."""
+        count now, never before (:mod:`deltastreams.streams._internal.runtime.idle`)."""
         if self.idle_clock is None:
             return
         for o in outcomes:
