@@ -29,7 +29,7 @@ COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("module, command", COMMANDS, ids=[" ".join([m.removeprefix("jobs."), *c[:2]]) for m, c in COMMANDS])
+@pytest.mark.parametrize("module, command", COMMANDS, ids=[" ".join([m.removeprefix("deltastreams.jobs."), *c[:2]]) for m, c in COMMANDS])
 def test_a_command_on_a_root_that_does_not_exist_says_so(module, command, tmp_path, capsys):
     root = tmp_path / "pvv"
     assert importlib.import_module(module).main([*command, "--root", str(root)]) == 1
