@@ -25,6 +25,8 @@ class BuildWithInit(build_py):
 
     def run(self) -> None:
         super().run()
+        if getattr(self, "editable_mode", False):  # the editable install imports the checkout: nothing to write
+            return
         init = Path(self.build_lib, "deltastreams", "__init__.py")
         init.write_text(INIT)
 
