@@ -1,6 +1,6 @@
 """Two instances of one application racing on one root: the first crawls (many small batches) so
 it is still busy when the second starts and catches up in big batches. The second must fence the
-first, which stops with ProducerFencedError, and the output must stay exactly once (checked by
+first, which stops saying it was fenced (ProducerFencedError, its trace in the log file), and the output must stay exactly once (checked by
 the crash harness's checks, which share no code with the job)."""
 
 from __future__ import annotations
@@ -50,3 +50,12 @@ def race(root: str, logs: Path, *, state_dirs: tuple[Path, Path] | None = None) 
         first_log.close()
         second_log.close()
     return first_code, (logs / "first.log").read_text()
+
+
+def assert_fenced(first_code: int, output: str) -> None:
+    """The zombie exits with 1 and its terminal says it was fenced and what to do; the error and its
+    trace are in the log file the terminal names (the terminal has no Spark traces any more)."""
+    assert first_code == 1, output[-3000:]
+    assert "was fenced" in output and "what to do: another instance of this application took over" in output, output[-3000:]
+    details = [line.removeprefix("details: ") for line in output.splitlines() if line.startswith("details: ")]
+    assert details and "ProducerFencedError" in Path(details[-1]).read_text(), output[-3000:]
