@@ -82,3 +82,13 @@ def test_with_on_bad_record_fail_an_undecodable_value_stops_the_batch_naming_the
     with TopologyTestDriver(builder.build(), {"on_bad_record": "fail"}) as driver:
         with pytest.raises(RecordError, match=r"KSTREAM-SOURCE-0000000000 cannot process a record \(task 0_0\): value is not Avro of schema 'PageView'"):
             driver.pipe_input("views", "u1", b"\xff", timestamp=1)
+
+
+def test_old_avro_records_are_read_with_the_newer_reader_schema():
+    v2 = {"type": "record", "name": "PageView", "fields": [
+        {"name": "user_id", "type": "string"}, {"name": "duration_s", "type": "long"}, {"name": "device", "type": "string", "default": "web"}]}
+    builder = StreamsBuilder()
+    builder.stream("views", value_format=AvroFormat(VIEW, reader_schema=v2)).map_values(lambda v: f"{v['user_id']}@{v['device']}").to("out")
+    with TopologyTestDriver(builder.build()) as driver:
+        driver.pipe_input("views", "u1", avro({"user_id": "u1", "duration_s": 3}), timestamp=1)
+        assert [r.value for r in driver.read_output("out")] == ["u1@web"]
