@@ -26,7 +26,7 @@ from deltastreams.sinks._internal.storage import (
     use_storage_options,
 )
 from deltastreams.sinks.partitioner import murmur2, partition_for, partitions_for
-from deltastreams.sinks.topics import AppendResult, Topic, TopicLayout, check_expected_types, create_topic, create_topic_with_layout, root_has_topics, topic_uri
+from deltastreams.sinks.topics import AppendResult, Topic, TopicLayout, check_encoded_values, check_expected_types, create_topic, create_topic_with_layout, root_has_topics, topic_uri
 
 __all__ = [
     "AppendResult",
@@ -38,6 +38,7 @@ __all__ = [
     "DataFile",
     "Topic",
     "TopicLayout",
+    "check_encoded_values",
     "check_expected_types",
     "create_table",
     "current_storage_options",

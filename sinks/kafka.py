@@ -129,7 +129,18 @@ def create_kafka_topic(topic: KafkaTopic, partitions: int, timeout_s: float = 10
         error = e.args[0] if e.args else None
         if getattr(error, "code", lambda: None)() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise TopicError(f"cannot create Kafka topic '{topic.name}' at {topic.bootstrap_servers}: {e}", topic=topic.name) from e
-    return partition_count(topic, timeout_s)
+    # The controller has created it, but the broker answering metadata may not know yet: an
+    # application creating its sink topic failed with "unknown topic" right after creating it.
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return partition_count(topic, timeout_s)
+        except TopicNotFoundError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def read_range(topic: KafkaTopic, partition: int, start: int, end: int, timeout_s: float = 60.0) -> pa.Table:

@@ -534,3 +534,18 @@ def check_expected_types(topic: str, layout: TopicLayout, key_type: pa.DataType 
         topic=topic,
         column=column,
     )
+
+
+def check_encoded_values(topic: str, layout: TopicLayout, format_name: str) -> None:
+    """Fail, naming the column, if a topic read with a value format does not hold its values as
+    one column of encoded bytes (binary, or string for JSON text written by another system)."""
+    value_type = layout.value_type
+    if layout.value_column is not None and (pa.types.is_binary(value_type) or pa.types.is_large_binary(value_type) or pa.types.is_string(value_type) or pa.types.is_large_string(value_type)):
+        return
+    where = f"column '{layout.value_column}' is {value_type}" if layout.value_column else f"values are stored one column per field ({value_type})"
+    raise SchemaMismatchError(
+        f"topic '{topic}' is read with value_format={format_name}, but its {where}, not the encoded bytes: a topic read with a format "
+        "holds each value encoded in one binary column (write it with to(..., value_format=...)), or drop value_format to read it as it is",
+        topic=topic,
+        column=layout.value_column,
+    )

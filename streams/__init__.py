@@ -20,6 +20,7 @@ from deltastreams.conf.errors import (
     StateStoreError,
     TopologyError,
 )
+from deltastreams.sinks.formats import AvroFormat, JsonFormat
 from deltastreams.streams.builder import StreamsBuilder
 from deltastreams.streams.dsl import (
     BranchedKStream,
@@ -40,6 +41,7 @@ from deltastreams.topology.graph import Topology
 from deltastreams.topology.records import Windowed
 
 __all__ = [
+    "AvroFormat",
     "Branched",
     "BufferConfig",
     "BranchedKStream",
@@ -49,6 +51,7 @@ __all__ = [
     "EmitStrategy",
     "GlobalKTable",
     "JoinWindows",
+    "JsonFormat",
     "KGroupedStream",
     "KStream",
     "KTable",

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from deltastreams.conf import StreamsConfig
 from deltastreams.conf.errors import ConfigError, DeltaStreamsError, TopicNotFoundError, TopologyError
-from deltastreams.sinks import Topic, check_expected_types, is_object_store, require_exclusive_commits, require_reachable, root_has_topics, use_storage_options
+from deltastreams.sinks import Topic, check_encoded_values, check_expected_types, is_object_store, require_exclusive_commits, require_reachable, root_has_topics, use_storage_options
 from deltastreams.streams._internal.runtime import task_host
 from deltastreams.streams._internal.runtime.checkpoints import fresh_checkpoint
 from deltastreams.streams._internal.runtime.committer import Committer
@@ -289,7 +289,10 @@ class StreamsApp:
                         why = (f": there is no deltastreams root at {self.config.root} (nothing was ever generated or run there); "
                                "check the root, or create the topic (or generate data) first")
                     raise TopicNotFoundError(f"source topic '{topic}' does not exist{why}", topic=topic)
-                check_expected_types(topic, Topic.open(self.config.root, physical).layout, node.key_type, node.value_type)
+                layout = Topic.open(self.config.root, physical).layout
+                check_expected_types(topic, layout, node.key_type, node.value_type)
+                if node.value_format is not None:
+                    check_encoded_values(topic, layout, type(node.value_format).__name__)
         self._check_copartitioning()
 
     def _check_kafka_topics(self) -> None:

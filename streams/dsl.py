@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltastreams.conf.errors import TopologyError
+from deltastreams.sinks.formats import ValueFormat, check_value_format
 from deltastreams.streams.options import Branched, Printed
 from deltastreams.streams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
 from deltastreams.topology.functions import FunctionKind, check_callable, joiner_function, user_function
@@ -378,24 +379,31 @@ class KStream:
         key_column: str = "key",
         value_column: str = "value",
         name: str | None = None,
+        value_format: ValueFormat | None = None,
     ) -> None:
         """Write to ``topic``; or, with a function ``topic(key, value) -> name`` (Kafka's
         TopicNameExtractor), to the topic it names per record, one of ``topics`` (declared up
         front; a record naming another goes to the dead-letter topic). If the application creates
         a topic, the key goes to column ``key_column``, a scalar value to ``value_column`` (struct
-        values: one column per field)."""
+        values: one column per field). ``value_format`` (:class:`AvroFormat`, :class:`JsonFormat`;
+        Kafka's ``Produced`` value serde): values are written as bytes in that format, in
+        ``value_column``; a value that does not fit goes to the dead-letter topic."""
         processor = self._name(name, "KSTREAM-SINK")
+        if value_format is not None:
+            check_value_format(value_format, "to")
         if callable(topic) and not isinstance(topic, str):
             if not topics or not all(isinstance(t, str) and t for t in topics):
                 raise TopologyError("to(extractor, topics=[...]): declare the topics the extractor may choose", node="to")
             fn = user_function(topic, operator="to")
             if fn.kind is not FunctionKind.PYTHON:
                 raise TopologyError("to(): a topic extractor is a Python callable (key, value) -> topic", node="to")
-            node = SinkNode(processor, "", key_column=key_column, value_column=value_column, extractor=fn, extracted_topics=tuple(dict.fromkeys(topics)))
+            node = SinkNode(
+                processor, "", key_column=key_column, value_column=value_column, extractor=fn, extracted_topics=tuple(dict.fromkeys(topics)), value_format=value_format
+            )
         else:
             if not isinstance(topic, str) or not topic:
                 raise TopologyError(f"to() takes a topic name or a function choosing one, got {topic!r}", node="to")
-            node = SinkNode(processor, topic, key_column=key_column, value_column=value_column)
+            node = SinkNode(processor, topic, key_column=key_column, value_column=value_column, value_format=value_format)
         self._graph.add(node, [self._node])
 
     # -- misuse -------------------------------------------------------------------------------

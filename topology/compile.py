@@ -61,6 +61,7 @@ def compile_subtopology(topology: Topology, sub: SubTopology, *, kafka_topics: f
     external = (
         len(sources) == 1 and len(topics) == 1 and topics[0] not in topology.internal_topics and not sub.global_topics
         and topology.nodes[sources[0]].timestamp_extractor is None and topics[0] not in kafka_topics
+        and topology.nodes[sources[0]].value_format is None  # Catalyst would see the encoded bytes
     )
     while external and len(topology.children[current]) == 1:
         child = topology.children[current][0]
@@ -75,6 +76,8 @@ def compile_subtopology(topology: Topology, sub: SubTopology, *, kafka_topics: f
         if name not in steps and function is not None and function.is_column:
             if external:
                 where = "after steps that are not: Column steps must come first in a sub-topology"
+            elif len(sources) == 1 and topology.nodes[sources[0]].value_format is not None:
+                where = "on a topic with a value_format: its values are decoded by the processing core, after Spark read the bytes"
             elif any(t in kafka_topics for t in topics):
                 where = "on a topic read from Kafka: Column steps run only over Delta topics, which Spark reads"
             else:

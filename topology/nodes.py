@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from deltastreams.sinks.formats import ValueFormat
 from deltastreams.topology.functions import UserFunction
 
 
@@ -55,6 +56,10 @@ class SourceNode(Node):
     timestamp_extractor: Any = None
     """``extractor(key, value, record_timestamp) -> timestamp`` (Kafka's TimestampExtractor):
     the record's event time, before anything (the task's order included) looks at it."""
+    value_format: ValueFormat | None = None
+    """The topic's values are bytes in this format (Kafka's value serde), decoded by the
+    processing core before anything else looks at them; records that do not decode go to the
+    dead-letter topic."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,9 @@ class SinkNode(Node):
     """``to(extractor, topics=...)``: ``extractor(key, value)`` names each record's topic, one
     of ``extracted_topics`` (declared up front, so the topics exist before records arrive)."""
     extracted_topics: tuple[str, ...] = ()
+    value_format: ValueFormat | None = None
+    """Values are written as bytes in this format (Kafka's ``Produced`` value serde); a value
+    that does not fit goes to the dead-letter topic."""
 
     @property
     def topics(self) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from deltastreams.streams._internal.processing.flow import SEQ, BadRecords, Flow, concat_flows
 from deltastreams.streams._internal.processing.order import sequence_numbers
+from deltastreams.streams._internal.processing.value_formats import RAW_VALUE
 from deltastreams.topology.records import HEADERS, HEADERS_TYPE, KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
 
 
@@ -114,6 +115,7 @@ class TaskInput:
         invalid timestamp go to ``bad``."""
         parts = []
         marks = []
+        raws = []
         for topic in self.topics:
             records = inputs.get(topic)
             if records is None:
@@ -129,21 +131,24 @@ class TaskInput:
             parts.append(Flow(pa.table(columns), windowed))
             if REJECTED in records.column_names:
                 marks.append(records.column(REJECTED))
+                raws.append(records.column(RAW_VALUE) if RAW_VALUE in records.column_names else pa.nulls(records.num_rows, pa.string()))
         flow = concat_flows(parts) if parts else Flow.empty()
         if marks:
-            flow = self._reject_marked(flow, marks, bad)
+            flow = self._reject_marked(flow, marks, raws, bad)
         return self._reject_invalid_timestamps(flow, bad)
 
-    def _reject_marked(self, flow: Flow, marks: list[pa.ChunkedArray], bad: BadRecords) -> Flow:
+    def _reject_marked(self, flow: Flow, marks: list[pa.ChunkedArray], raws: list, bad: BadRecords) -> Flow:
         if not len(flow):
             return flow
         reasons = pa.chunked_array([c for m in marks for c in m.chunks], pa.string()).combine_chunks()
         marked = np.asarray(reasons.is_valid())
         if not marked.any():
             return flow
+        shown = pa.chunked_array([c for r in raws for c in (r.chunks if isinstance(r, pa.ChunkedArray) else [r])], pa.string()).to_pylist()
         seqs, keys, values, texts = flow.seqs, flow.keys(), flow.values(), reasons.to_pylist()
         for i in np.flatnonzero(marked):
-            bad.reject(seqs[i], self.after, texts[i], keys[i], values[i])
+            # A value that did not decode is null here: show the bytes that arrived instead.
+            bad.reject(seqs[i], self.after, texts[i], keys[i], shown[i] if shown[i] is not None else values[i])
         return flow.filter(~marked)
 
     def _reject_invalid_timestamps(self, flow: Flow, bad: BadRecords) -> Flow:

@@ -18,6 +18,7 @@ from pyarrow import acero
 
 from deltastreams.streams._internal.processing.flow import SEQ, BadRecords, Flow, carry_headers, flow_schema, infer_array
 from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
+from deltastreams.streams._internal.processing.value_formats import encode_values
 from deltastreams.streams._internal.processing.walk import carry_walk
 from deltastreams.topology.functions import UserFunction
 from deltastreams.topology.nodes import (
@@ -160,7 +161,7 @@ class SinkOperator(Operator, node=SinkNode):
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         # Emitted even when empty: the typed empty table tells the runtime the topic's schema.
         if self.node.extractor is None:
-            context.emit(self.node.topic, flow, self.rank)
+            context.emit(self.node.topic, self._encoded(flow, context), self.rank)
             return flow
         names, ok = _call_each(self.name, self.node.extractor, flow, context.bad)
         declared = self.node.extracted_topics
@@ -172,8 +173,15 @@ class SinkOperator(Operator, node=SinkNode):
                 )
         chosen = np.array([n if k else "" for n, k in zip(names, ok, strict=True)], dtype=object)
         for topic in declared:
-            context.emit(topic, flow.filter(chosen == topic), self.rank)
+            context.emit(topic, self._encoded(flow.filter(chosen == topic), context), self.rank)
         return flow
+
+    def _encoded(self, flow: Flow, context: ProcessContext) -> Flow:
+        """The records as the topic holds them: with a value format, values as its bytes (the
+        topic extractor above saw them decoded, as Kafka's does before the serializer)."""
+        if self.node.value_format is None:
+            return flow
+        return encode_values(self.name, flow, self.node.value_format, context.bad)
 
 
 def _typed(node: str, values: list[Any], hint: pa.DataType | None, flow: Flow, bad: BadRecords, what: str) -> tuple[pa.Array, np.ndarray]:

@@ -23,6 +23,7 @@ from deltastreams.streams._internal.processing.idle import next_close_ms
 from deltastreams.streams._internal.processing.input import SeenInputs
 from deltastreams.streams._internal.processing.operator import BuildContext, ProcessContext
 from deltastreams.streams._internal.processing.plan import plan_task
+from deltastreams.streams._internal.processing.value_formats import decode_values
 from deltastreams.streams._internal.processing.walk import enter, number_forks, turns
 from deltastreams.topology.graph import SubTopology, Topology
 from deltastreams.topology.nodes import SourceNode
@@ -106,6 +107,12 @@ class TaskProcessor:
             if isinstance(node, SourceNode) and node.timestamp_extractor is not None
             for topic in node.topics
         }
+        self.value_formats = {
+            topic: node.value_format
+            for node in (topology.nodes[i.after] for i in plan.inputs)
+            if isinstance(node, SourceNode) and node.value_format is not None
+            for topic in node.topics
+        }
         self.inputs = plan.inputs
         self.operators = plan.operators
         # Records of one input record are ordered by their walk where the order can show: a
@@ -137,6 +144,8 @@ class TaskProcessor:
         :mod:`deltastreams.streams._internal.processing.idle`), but only if that closes something: otherwise
         nothing changes and nothing is written. Ignored when there are records."""
         context = ProcessContext(BadRecords(self.fail_on_bad_record, str(self.task_id)))
+        if self.value_formats:  # first: the timestamp extractor and every operator see decoded values
+            inputs = {t: decode_values(t, records, self.value_formats[t]) if t in self.value_formats else records for t, records in inputs.items()}
         if self.extractors:
             inputs = {t: extract_timestamps(records, self.extractors[t]) if t in self.extractors else records for t, records in inputs.items()}
         seen = SeenInputs.order(inputs, [t for task_input in self.inputs for t in task_input.topics], self.subtopology.global_topics)

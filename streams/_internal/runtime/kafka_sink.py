@@ -22,6 +22,7 @@ from deltastreams.sinks.transaction import DecidedBatch, decided_entry
 from deltastreams.streams._internal.runtime.crashpoints import crash_point
 from deltastreams.streams._internal.runtime.registry import TopicRegistry
 from deltastreams.topology.graph import Topology
+from deltastreams.topology.nodes import SinkNode
 
 log = logging.getLogger("deltastreams")
 
@@ -38,7 +39,12 @@ class KafkaMirror:
             mirrored = [t for t in sub.sink_topics if t in kafka.sink_topics]
             if not mirrored:
                 continue
-            topics = {t: KafkaTopic(kafka.bootstrap_servers, t, kafka.key_format, kafka.value_format, client=dict(kafka.client)) for t in mirrored}
+            # A topic written with a value format holds its bytes already: publish them as they are.
+            encoded = {t for name in sub.nodes for t in _formatted_topics(topology.nodes[name])}
+            topics = {
+                t: KafkaTopic(kafka.bootstrap_servers, t, kafka.key_format, "bytes" if t in encoded else kafka.value_format, client=dict(kafka.client))
+                for t in mirrored
+            }
             partitions = {t: registry.partitions(t) for t in mirrored}
             self.publishers[sub.id] = KafkaPublisher(f"{config.application_id}-{sub.id}-kafka", topics, partitions, on_step=crash_point)
 
@@ -93,3 +99,7 @@ def _decided_after(uri: str, last: int) -> list[DecidedBatch]:
             break
         found.append(entry)
     return found[::-1]
+
+
+def _formatted_topics(node) -> tuple[str, ...]:
+    return node.topics if isinstance(node, SinkNode) and node.value_format is not None else ()

@@ -20,6 +20,8 @@ import logging
 import threading
 from collections.abc import Mapping
 
+import pyarrow as pa
+
 from deltastreams.conf.errors import TopicError
 from deltastreams.conf.kafka import KafkaConfig
 from deltastreams.sinks.kafka import KafkaTopic, OffsetOutOfRangeError, partition_count, watermarks
@@ -45,8 +47,10 @@ class KafkaSources:
                 continue
             for name in node.topics:
                 if name in config.source_topics:
+                    # With a value format, the core decodes: Kafka hands it the bytes as they are.
+                    value_format, value_type = ("bytes", pa.binary()) if node.value_format is not None else (config.value_format, node.value_type)
                     self.topics[name] = KafkaTopic(
-                        config.bootstrap_servers, name, config.key_format, config.value_format, node.key_type, node.value_type, dict(config.client)
+                        config.bootstrap_servers, name, config.key_format, value_format, node.key_type, value_type, dict(config.client)
                     )
         self._partitions: dict[str, int] = {}
         self._clients: dict[str, object] = {}
