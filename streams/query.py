@@ -321,6 +321,11 @@ class StoreQuery:
                 self._key_type = self.location.key_type or pa.binary()
         return self._key_type
 
+    def raw(self) -> dict[bytes, bytes]:
+        """The store's entries as the job's own store holds them (key bytes -> value bytes,
+        bookkeeping entries included): for checks against a task's RocksDB store."""
+        return dict(self._current().entries)
+
     # -- keys and values -------------------------------------------------------------------------
 
     def _key(self, key: Any) -> bytes:
