@@ -36,6 +36,10 @@ class ChangelogSnapshot:
     entries: dict[bytes, bytes] = field(default_factory=dict)
     ends: dict[int, int] = field(default_factory=dict)
     """Per partition, one past the last offset applied."""
+    generation: int = 0
+    """Counts the applications of new entries; ``changed`` holds the keys the last one touched (for
+    indexes kept beside the snapshot, updated incrementally)."""
+    changed: list[bytes] = field(default_factory=list)
     _sorted: list[bytes] | None = None
 
     @classmethod
@@ -58,6 +62,7 @@ class ChangelogSnapshot:
         except LogRetentionError:  # fell behind the retained commits: start again from the snapshot
             fresh = ChangelogSnapshot.load(self.uri, latest)
             self.entries, self.ends, self.version, self._sorted = fresh.entries, fresh.ends, fresh.version, None
+            self.generation, self.changed = self.generation + 2, []  # skips a generation: indexes rebuild
             return True
         self.version = latest
         self.apply_files(added)
@@ -95,6 +100,8 @@ class ChangelogSnapshot:
         for p in np.unique(partitions):
             self.ends[int(p)] = max(self.ends.get(int(p), 0), int(offsets[partitions == p].max()) + 1)
         self._sorted = None
+        self.generation += 1
+        self.changed = keys
         return rows.num_rows
 
     # -- reading ------------------------------------------------------------------------------

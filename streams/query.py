@@ -206,6 +206,9 @@ class StoreQuery:
         self._log_version = -1
         self._batch: DecidedBatch | None = None
         self._snapshot: ChangelogSnapshot | None = None
+        self._by_key: dict[bytes, set[int]] = {}
+        """Window store: the window starts of each key, so a fetch reads its key's windows only."""
+        self._by_key_generation = -1
         self._load()
 
     # -- the snapshot ---------------------------------------------------------------------------
@@ -329,6 +332,11 @@ class StoreQuery:
     # -- keys and values -------------------------------------------------------------------------
 
     def _key(self, key: Any) -> bytes:
+        key_type = self.key_type
+        if isinstance(key, str) and pa.types.is_string(key_type):  # the common cases, without an Arrow array per lookup
+            return key.encode()
+        if isinstance(key, int) and not isinstance(key, bool) and pa.types.is_int64(key_type) and -(2**63) <= key < 2**63:
+            return _TIME.pack(key)
         try:
             return key_bytes_of(key, self.key_type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
@@ -441,15 +449,37 @@ class StoreQuery:
 
     def _window_rows(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple]:
         snapshot = self._current()
-        suffix = None if key is None else self._key(key)
         if time_to < 0 or time_to < time_from:  # window starts are never negative
             return
-        # Keys are the big-endian window start, then the key: one time range, bookkeeping (0xff..) past it.
-        lo, hi = _TIME.pack(max(time_from, 0)), _TIME.pack(min(time_to, _FAR) + 1)
-        found = [(k, v) for k, v in snapshot.range(lo, hi) if suffix is None or k[8:] == suffix]
+        if key is None:
+            # Keys are the big-endian window start, then the key: one time range, bookkeeping (0xff..) past it.
+            found = list(snapshot.range(_TIME.pack(max(time_from, 0)), _TIME.pack(min(time_to, _FAR) + 1)))
+        else:
+            suffix = self._key(key)
+            starts = sorted(t for t in self._window_index(snapshot).get(suffix, ()) if time_from <= t <= time_to)
+            found = [(_TIME.pack(t) + suffix, snapshot.get(_TIME.pack(t) + suffix)) for t in starts]
         keys = self._keys([k[8:] for k, _ in found])
         for key_value, (raw_key, raw) in zip(keys, found, strict=True):
             yield (key_value, _TIME.unpack_from(raw_key)[0], *decode_value(raw))
+
+    def _window_index(self, snapshot: ChangelogSnapshot) -> dict[bytes, set[int]]:
+        """Window starts by key: built once, then updated with the keys each refresh changed."""
+        if self._by_key_generation != snapshot.generation:
+            if self._by_key_generation == snapshot.generation - 1:
+                changed = snapshot.changed
+            else:
+                self._by_key = {}
+                changed = list(snapshot.entries)
+            for raw_key in changed:
+                if raw_key[:1] >= b"\x80" or len(raw_key) < 8:  # bookkeeping
+                    continue
+                start, suffix = _TIME.unpack_from(raw_key)[0], raw_key[8:]
+                if raw_key in snapshot.entries:
+                    self._by_key.setdefault(suffix, set()).add(start)
+                elif suffix in self._by_key:
+                    self._by_key[suffix].discard(start)
+            self._by_key_generation = snapshot.generation
+        return self._by_key
 
     def _session_rows(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple]:
         snapshot = self._current()

@@ -91,19 +91,19 @@ def job_store_entries(root: str, store: str) -> dict[bytes, bytes]:
 
 @pytest.fixture(scope="module")
 def runs(spark, tmp_path_factory):
-    """Two runs of the application; after each, what the queries and the job's stores say."""
+    """Two runs of the application (a batch each); after each, what the queries and the job's stores say."""
     root = str(tmp_path_factory.mktemp("store-query"))
     create_topic(root, "clicks", partitions=2, key_type=pa.string(), value_type=pa.int64())
     rng = random.Random(27)
-    config = StreamsConfig.load({"application_id": APP, "root": root, "commit_interval_ms": 100, "max_records_per_batch": 120})
+    config = StreamsConfig.load({"application_id": APP, "root": root, "commit_interval_ms": 100, "max_records_per_batch": 1000})
     records, after = [], []
     live = None
     for run in range(2):
-        for _ in range(2):
-            records += append_clicks(root, rng, 1_700_000_000_000 + len(records) * 37, 150)
+        records += append_clicks(root, rng, 1_700_000_000_000 + len(records) * 37, 300)
         StreamsApp(build_topology(), config, spark=spark).run(until_caught_up=True, timeout_s=240)
-        if live is None:
-            live = StoreQuery(root, APP, "counts")  # kept across the second run: refreshed incrementally
+        if live is None:  # kept across the second run: refreshed incrementally (the window index too)
+            live = {"counts": StoreQuery(root, APP, "counts"), "windowed": StoreQuery(root, APP, "windowed")}
+            live["windowed"].fetch("user-05")
         queries = {store: StoreQuery(root, APP, store, window_size_ms=WINDOW_MS if store == "windowed" else None) for store in STORES}
         after.append(
             {
@@ -161,25 +161,31 @@ def test_as_of_batch_returns_the_state_an_older_batch_committed(runs):
 def test_each_run_the_query_equals_the_jobs_own_stores(runs, spark):
     _, after, _ = runs
 
-    def frame(entries):
-        return spark.createDataFrame(sorted((k.hex(), v.hex()) for k, v in entries.items()), "key string, value string")
+    def frame(side):  # one DataFrame of every run's stores: (run, store, key, value), bytes as hex
+        rows = [(run, store, k.hex(), v.hex()) for run, state in enumerate(after) for store in STORES for k, v in state[side][store].items()]
+        return spark.createDataFrame(rows, "run int, store string, key string, value string")
 
-    for state in after:
-        for store in STORES:
-            assert_df_equality(frame(state["raw"][store]), frame(state["job"][store]), ignore_row_order=True)
+    assert all(state["raw"][store] for state in after for store in STORES)
+    assert_df_equality(frame("raw"), frame("job"), ignore_row_order=True)
 
 
 def test_a_kept_query_refreshes_to_the_last_committed_batch(runs):
     root, after, live = runs
-    fresh = StoreQuery(root, APP, "counts")
-    assert live.all() == fresh.all() == after[-1]["all"]["counts"]
-    assert live.batch == fresh.batch == after[-1]["batches"]["counts"]
+    fresh = {store: StoreQuery(root, APP, store) for store in live}
+    for store, query in live.items():
+        assert query.all() == fresh[store].all() == after[-1]["all"][store]
+        assert query.batch == fresh[store].batch == after[-1]["batches"][store]
+    for key in ("user-05", "user-06"):
+        assert live["windowed"].fetch(key) == fresh["windowed"].fetch(key) != []
 
 
 def test_to_spark_is_the_same_snapshot(runs, spark):
     root, _, _ = runs
     q = StoreQuery(root, APP, "windowed", window_size_ms=WINDOW_MS)
-    assert_df_equality(q.to_spark(spark), spark.createDataFrame(q.table().to_pandas()), ignore_row_order=True, ignore_nullable=True)
+    frame = q.to_spark(spark, "user-03")
+    assert frame.columns == ["key", "window_start", "window_end", "value", "timestamp"]
+    rows = sorted(tuple(r) for r in frame.collect())
+    assert rows == sorted(tuple(r.values()) for r in q.table("user-03").to_pylist()) and rows
 
 
 def test_the_query_command_prints_csv(runs, capsys):
