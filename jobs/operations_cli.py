@@ -192,6 +192,9 @@ def run_operations_command(args: argparse.Namespace, topology: Callable[[], Topo
     run = {"status": run_status, "reset": run_reset, "query": run_query}[args.command]
     try:
         return run(args, topology, extra)
+    except BrokenPipeError:  # the reader (e.g. `| head`) went away: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except DeltaStreamsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
