@@ -84,3 +84,21 @@ def test_a_batch_newer_than_the_last_decided_is_refused(tmp_path):
     job.publish(*job.decide({"a": 1}))
     with pytest.raises(StoreQueryError, match=r"batch 1 of sub-topology 0 is not committed: committed batches of store 'counts' are 0\.\.0"):
         StoreQuery(root, APP, "counts", as_of_batch=1)
+
+
+def test_the_query_command_prints_the_committed_batch_as_csv_and_errors_as_one_line(tmp_path, capsys):
+    from deltastreams.jobs.query import main
+
+    root = str(tmp_path)
+    job = Job(root)
+    job.publish(*job.decide({"a": 1, "b": 2, "c": 3}))
+    job.decide({"b": 20})
+    assert main(["--root", root, "--application-id", APP, "--from-key", "b", "--to-key", "c"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "key,value,timestamp\nb,20,1001\nc,3,1000\n"
+    assert err == "store counts of proto: 2 entries as of batch 1 of sub-topology 0\n"
+    assert main(["--root", root, "--application-id", APP, "--store", "count", "--as-of-batch", "0"]) == 1
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "error: application 'proto' has no store 'count'; its stores: ['counts']\n")
+    assert main(["--root", root, "--application-id", APP, "--key", "a", "--from", "0", "--to", "5"]) == 1
+    assert capsys.readouterr().err == "error: store 'counts' is a key-value store: its entries have no time to select by\n"
