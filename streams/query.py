@@ -34,6 +34,7 @@ as bytes.
 
 from __future__ import annotations
 
+import json
 import pickle
 import struct
 import time
@@ -55,7 +56,6 @@ from deltastreams.state.snapshot import ChangelogSnapshot
 _COUNT = struct.Struct(">qq")
 _TIME = struct.Struct(">q")
 _ORDERED_TIME = struct.Struct(">Q")
-_BOOKKEEPING = b"\xff\xff"
 _KEY_TYPE_KEY = b"\xff\xffkey-type"
 _SESSION_MARK = b"\xff\xffobserved-stream-time"
 _STREAM_TIME_KEY = b"\xff\xffstream-time"
@@ -107,8 +107,7 @@ def application_stores(root: str, application_id: str) -> dict[str, int]:
 
 
 def _records(root: str, application_id: str) -> dict[int, dict]:
-    import json
-
+    """Each sub-topology's recorded topology (``deltastreams.topology``, set with its decisions)."""
     records = {}
     for name in _listing(under_root(root, "transactions", application_id)):
         if name.startswith("subtopology-"):
