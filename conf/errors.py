@@ -191,3 +191,11 @@ class ProducerFencedError(CommitError):
         self.application_id = application_id
         self.epoch = epoch
         self.current_epoch = current_epoch
+
+
+class StoreQueryError(StateStoreError):
+    """A query of a store's committed state (:mod:`deltastreams.streams.query`) cannot be answered:
+    an unknown application or store, nothing committed yet, a batch that is not (or no longer)
+    committed, a key of the wrong type, a method the store's kind does not have. The message
+    names what is there (the applications, stores, committed batches or the key type) to pick from.
+    """

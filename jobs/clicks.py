@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "close":
             require_root(args.root)
             close(args.root)
-        elif args.command in ("status", "reset"):
+        elif args.command in ("status", "reset", "query"):
             return run_operations(args, build_topology)
         elif args.command == "run":
             return run_example(args, APPLICATION_ID, build_topology)

@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "generate":
             generate(args.root, rounds=args.rounds, events_per_round=args.events_per_round, seed=args.seed)
             print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
-        elif args.command in ("status", "reset"):
+        elif args.command in ("status", "reset", "query"):
             return run_operations(args, build_topology)
         elif args.command == "run":
             return run_example(args, APPLICATION_ID, build_topology)

@@ -27,11 +27,12 @@ def add_run_command(commands) -> argparse.ArgumentParser:
 
 
 def add_operations_commands(commands, application_id: str) -> None:
-    """``status`` and ``reset`` for the example ``application_id``."""
-    from deltastreams.jobs.operations_cli import add_reset_command, add_status_command
+    """``status``, ``reset`` and ``query`` for the example ``application_id``."""
+    from deltastreams.jobs.operations_cli import add_query_command, add_reset_command, add_status_command
 
     add_status_command(commands, application_id)
     add_reset_command(commands, application_id)
+    add_query_command(commands, application_id)
 
 
 def run_operations(args: argparse.Namespace, build_topology: Callable[[], Topology]) -> int:

@@ -1,6 +1,7 @@
-"""The ``status`` and ``reset`` subcommands every job shares (:mod:`deltastreams.streams.status`,
-:mod:`deltastreams.streams.reset`): their options, the settings they read (root, storage options, state
-directory), and their output: text or JSON for status, a summary for reset."""
+"""The ``status``, ``reset`` and ``query`` subcommands every job shares (:mod:`deltastreams.streams.status`,
+:mod:`deltastreams.streams.reset`, :mod:`deltastreams.streams.query`): their options, the settings they
+read (root, storage options, state directory), and their output: text or JSON for status, a
+summary for reset, CSV for query."""
 
 from __future__ import annotations
 
@@ -33,6 +34,19 @@ def add_reset_command(commands, application_id: str | None) -> argparse.Argument
     to.add_argument("--to-version", metavar="TOPIC=V", action="append", help="reprocess the versions after V (every input topic, once each)")
     reset.add_argument("--force", action="store_true", help="reset although a holder's heartbeat is fresh: only for an instance known dead")
     return reset
+
+
+def add_query_command(commands, application_id: str | None) -> argparse.ArgumentParser:
+    query = commands.add_parser("query", help="print a store's committed state as CSV (read-only, also while the job runs)")
+    _common(query, application_id)
+    query.add_argument("--store", help="the store (default: the application's only store; the error lists them)")
+    query.add_argument("--key", help="only this key (a window or session store: its windows or sessions)")
+    query.add_argument("--from", dest="time_from", type=int, metavar="T", help="window or session store: from this time (ms)")
+    query.add_argument("--to", dest="time_to", type=int, metavar="T", help="window or session store: up to this time (ms), inclusive")
+    query.add_argument("--from-key", help="key-value store: keys from this one (inclusive)")
+    query.add_argument("--to-key", help="key-value store: keys up to this one (inclusive)")
+    query.add_argument("--as-of-batch", type=int, metavar="N", help="the state batch N of the store's sub-topology committed (default: the last)")
+    return query
 
 
 def _common(parser: argparse.ArgumentParser, application_id: str | None) -> None:
@@ -105,12 +119,82 @@ def run_reset(args: argparse.Namespace, topology: Callable[[], Topology], extra:
     return 0
 
 
+def run_query(args: argparse.Namespace, topology: Callable[[], Topology], extra: dict | None = None) -> int:
+    """Print the store's committed entries as CSV with a header; the batch they are as of goes to
+    stderr, so stdout is the CSV alone."""
+    import csv
+
+    from deltastreams.conf.errors import StoreQueryError
+    from deltastreams.streams.query import StoreQuery, application_stores
+
+    config = config_of(args, extra)
+    store = args.store
+    if store is None:
+        stores = sorted(application_stores(config.root, config.application_id))
+        if len(stores) != 1:
+            raise StoreQueryError(
+                f"application '{config.application_id}' has {len(stores)} stores: name one with --store ({stores or 'none committed yet'})",
+                store="",
+            )
+        store = stores[0]
+    if (args.from_key is not None or args.to_key is not None) and args.key is not None:
+        raise StoreQueryError("--key and --from-key/--to-key are alternatives: one key, or a range of keys", store=store)
+    query = StoreQuery(config.root, config.application_id, store, as_of_batch=args.as_of_batch, window_size_ms=window_size_of(topology(), store))
+    table = query.table(
+        parse_key(query, args.key), args.time_from, args.time_to, from_key=parse_key(query, args.from_key), to_key=parse_key(query, args.to_key)
+    )
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(table.column_names)
+    for row in zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True):
+        writer.writerow(row)
+    print(f"store {store} of {config.application_id}: {table.num_rows} entries as of batch {query.batch} "
+          f"of sub-topology {query.location.subtopology}", file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def parse_key(query, text: str | None):
+    """A key typed on the command line, as the store's key type (text is a string key, digits an
+    integer key, hex a binary key)."""
+    import pyarrow as pa
+
+    from deltastreams.conf.errors import StoreQueryError
+
+    if text is None:
+        return None
+    key_type = query.key_type
+    try:
+        if pa.types.is_integer(key_type):
+            return int(text)
+        if pa.types.is_floating(key_type):
+            return float(text)
+        if pa.types.is_boolean(key_type):
+            return {"true": True, "false": False}[text.lower()]
+        if pa.types.is_binary(key_type) or pa.types.is_large_binary(key_type):
+            return bytes.fromhex(text)
+        if pa.types.is_string(key_type) or pa.types.is_large_string(key_type):
+            return text
+        return json.loads(text)  # a composite key, as its JSON
+    except (ValueError, KeyError):
+        raise StoreQueryError(f"--key {text!r} is not a key of store '{query.store}', whose keys are {key_type}", store=query.store) from None
+def window_size_of(topology: Topology | None, store: str) -> int | None:
+    """The size of the windows the topology keeps in ``store`` (None: not a window store, or no topology)."""
+    for node in topology.nodes.values() if topology is not None else ():
+        windows = getattr(node, "windows", None)
+        if store in node.stores and windows is not None and hasattr(windows, "size_ms"):
+            return windows.size_ms
+    return None
+
+
 def run_operations_command(args: argparse.Namespace, topology: Callable[[], Topology], extra: dict | None = None) -> int:
-    """``status`` or ``reset``, as ``args.command`` says; an error is printed, never a traceback."""
+    """``status``, ``reset`` or ``query``, as ``args.command`` says; an error is printed, never a traceback."""
     from deltastreams.conf.errors import DeltaStreamsError
 
+    run = {"status": run_status, "reset": run_reset, "query": run_query}[args.command]
     try:
-        return (run_status if args.command == "status" else run_reset)(args, topology, extra)
+        return run(args, topology, extra)
+    except BrokenPipeError:  # the reader (e.g. `| head`) went away: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except DeltaStreamsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -126,11 +210,13 @@ def main_for(prog: str, doc: str | None, argv: list[str] | None, command: str) -
     """``python -m deltastreams.jobs.status`` / ``deltastreams.jobs.reset``: any application, its topology named by
     ``--topology module:function`` (or known from its application id)."""
     parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    (add_status_command if command == "status" else add_reset_command)(_OneCommand(parser), None)
+    {"status": add_status_command, "reset": add_reset_command, "query": add_query_command}[command](_OneCommand(parser), None)
     parser.add_argument("--topology", help="module:function returning the application's topology (default: the example of that application id)")
     args = parser.parse_args(argv)
     args.command = command
     spec = args.topology or KNOWN_TOPOLOGIES.get(args.application_id)
+    if spec is None and command == "query":  # the query reads the store alone; a topology only adds window ends
+        return run_operations_command(args, lambda: None)
     if spec is None:
         parser.error(f"--topology module:function is needed for application {args.application_id!r} (known: {', '.join(sorted(KNOWN_TOPOLOGIES))})")
     try:

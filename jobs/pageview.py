@@ -11,6 +11,7 @@ group_by_key -> windowed_by(5 s tumbling, grace) -> count -> to_stream -> ``page
     python -m deltastreams.jobs.pageview describe
     python -m deltastreams.jobs.pageview status --root /tmp/pv [--json]              # read-only, also while it runs
     python -m deltastreams.jobs.pageview reset --root /tmp/pv --to-earliest          # stopped: reprocess (docs/operations.md)
+    python -m deltastreams.jobs.pageview query --root /tmp/pv [--key K] [--from T --to T]   # the store's committed state, CSV (docs/queries.md)
 
 On a cluster: spark-submit --master spark://host:7077 jobs/pageview.py run --root s3://bucket/pv
 (with the project installed on the executors, or its packages shipped with --py-files).
@@ -350,25 +351,25 @@ def main(argv: list[str] | None = None) -> int:
 
 def _add_operations_commands(commands) -> None:
     """``status`` and ``reset`` (:mod:`deltastreams.jobs.operations_cli`), for this job's topology."""
-    from deltastreams.jobs.operations_cli import add_reset_command, add_status_command
+    from deltastreams.jobs.operations_cli import add_query_command, add_reset_command, add_status_command
 
-    for parser in (add_status_command(commands, APPLICATION_ID), add_reset_command(commands, APPLICATION_ID)):
+    for parser in (add_status_command(commands, APPLICATION_ID), add_reset_command(commands, APPLICATION_ID), add_query_command(commands, APPLICATION_ID)):
         parser.add_argument("--kafka", metavar="HOST:PORT", help="the application reads pageview-events from this Kafka cluster")
         _topology_args(parser)
 
 
 def _operations_command(args: argparse.Namespace) -> int:
-    from deltastreams.jobs.operations_cli import run_reset, run_status
+    from deltastreams.jobs.operations_cli import run_query, run_reset, run_status
 
     def topology() -> Topology:
         return build_topology(window_ms=args.window_ms, grace_ms=args.grace_ms, min_duration_s=args.min_duration_s, emit=args.emit, hops=args.hops)
 
     kafka = {"kafka.bootstrap_servers": args.kafka, "kafka.source_topics": [INPUT_TOPIC], "kafka.value_format": "json"} if args.kafka else None
-    return (run_status if args.command == "status" else run_reset)(args, topology, kafka)
+    return {"status": run_status, "reset": run_reset, "query": run_query}[args.command](args, topology, kafka)
 
 
 def _command(args: argparse.Namespace) -> int:
-    if args.command in ("status", "reset"):
+    if args.command in ("status", "reset", "query"):
         return _operations_command(args)
     if args.command in ("generate", "results") and args.root:
         _use_storage_settings(args)
