@@ -239,7 +239,8 @@ class TaskOutcome:
     idle_advanced: bool = False
     next_close_ms: int | None = None
     phases: dict[str, float] = field(default_factory=dict)
-    """Seconds per phase inside the task: read, merge, restore, process, write."""
+    """Seconds per phase inside the task: read, merge, restore, build (the operators, unless kept
+    from the batch before), process, write."""
     location: str | None = None
     """The Spark executor that ran it (``executor_<host>_<id>``), None in local mode."""
     standby: bool = False
