@@ -58,14 +58,14 @@ def test_init_runs_once_per_task_across_batches_and_again_after_an_abandoned_bat
     config = StreamsConfig.load({"application_id": dedup.APPLICATION_ID, "root": root, "commit_interval_ms": 100, "max_records_per_batch": 1})
     tasks = ("0_0", "0_1")
 
-    # Ten committed batches, one 2-second slice each: one init per task, punctuations between.
-    dedup.generate(root, rounds=2, per_round=200, seed=4)
+    # Five committed batches, one 2-second slice each: one init per task, punctuations between.
+    dedup.generate(root, rounds=1, per_round=100, seed=4)
     app = StreamsApp(_topology(calls), config, spark=spark)
     app.run(until_caught_up=True, timeout_s=240)
-    assert sum(1 for m in app.history if m.subtopology == 0) >= 10
+    assert sum(1 for m in app.history if m.subtopology == 0) >= 5
     first = _calls(calls)
     assert {t: first["init", t] for t in tasks} == {t: 1 for t in tasks}
-    assert all(first["punctuate", t] >= 3 for t in tasks), first  # scheduled once, in that init
+    assert all(first["punctuate", t] >= 2 for t in tasks), first  # scheduled once, in that init
     assert {t: first["close", t] for t in tasks} == {t: 1 for t in tasks}, first  # when the application stopped
 
     # Started again, the application builds them again (init). Its second batch is abandoned
@@ -81,7 +81,7 @@ def test_init_runs_once_per_task_across_batches_and_again_after_an_abandoned_bat
         return check_age(self, written)
 
     monkeypatch.setattr(Committer, "check_age", abandon_the_second_batch)
-    dedup.generate(root, rounds=1, per_round=200, seed=4)
+    dedup.generate(root, rounds=1, per_round=100, seed=4)
     StreamsApp(_topology(calls), config, spark=spark).run(until_caught_up=True, timeout_s=240)
     assert commits["n"] >= 6  # the abandoned batch, then all five slices committed
     second = _calls(calls) - first
