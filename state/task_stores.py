@@ -14,6 +14,12 @@ the next batch's position shows that exactly the changelog file that batch wrote
 they are applied without reading the file back (*promotion*). Otherwise (the batch was
 abandoned, another process ran the task meanwhile) the store reads the committed tail.
 
+The changelogging views a batch gets are the same objects from batch to batch (until a store is
+rebuilt or moved aside), so the operators built over them can outlive a batch (Kafka's processors
+live as long as their task). :attr:`TaskStores.continuous` says whether the
+last catch-up moved the stores only by what the previous batch here wrote: anything else (a
+rebuild, entries another process committed) and such operators must be built again.
+
 Rebuilt from offset 0 (wiped first): a store built from another incarnation of the changelog (its
 Delta table id differs), one ahead of the changelog, and one behind the changelog's clean
 watermark (compaction may have dropped tombstones it still needs). Self-healing: a store that
@@ -88,6 +94,11 @@ class TaskStores:
     open_store: Callable[[str, Path], RocksDBKeyValueStore] = RocksDBKeyValueStore
     stores: dict[str, RocksDBKeyValueStore] = field(default_factory=dict)
     restores: list[RestoreStats] = field(default_factory=list)
+    continuous: bool = False
+    """After :meth:`prepare`: every store was open already and moved only by promoting the
+    previous batch's own changes (or not at all). False after a rebuild, a quarantine, or a
+    catch-up reading entries this process did not write."""
+    _views: dict[str, ChangeLoggingStore] = field(default_factory=dict)
     _batch: dict[str, ChangeLoggingStore] = field(default_factory=dict)
     _pending: dict[str, _Pending] = field(default_factory=dict)
 
@@ -101,14 +112,29 @@ class TaskStores:
         (pending writes empty) for the batch."""
         self.restores = []
         self._batch = {}
+        continuous = True
         for name, position in positions.items():
+            continuous = continuous and name in self._views
             try:
                 self._catch_up(name, position)
             except StoreCorruptedError as e:
                 self.quarantine(name, e)
                 self._catch_up(name, position)
-            self._batch[name] = ChangeLoggingStore(self.stores[name])
+                continuous = False
+            stats = self.restores[-1]
+            continuous = continuous and not stats.rebuilt and (stats.promoted or stats.entries == 0)
+            self._batch[name] = self._view(name)
+        self.continuous = continuous
         return dict(self._batch)
+
+    def _view(self, name: str) -> ChangeLoggingStore:
+        """The store's changelogging view, the same object from batch to batch."""
+        view = self._views.get(name)
+        if view is None or view.inner is not self.stores[name]:
+            view = self._views[name] = ChangeLoggingStore(self.stores[name])
+        else:
+            view.moved()  # the catch-up wrote under it: views keeping derived state rebuild it
+        return view
 
     def finish(self, written: Mapping[str, tuple[str, int]]) -> None:
         """After the task wrote its changelog files: ``written`` maps each store that changed to
@@ -135,6 +161,8 @@ class TaskStores:
         for store in self.stores.values():
             store.close()
         self.stores.clear()
+        self._views.clear()
+        self.continuous = False
 
     # -- catching up --------------------------------------------------------------------------
 
@@ -177,6 +205,7 @@ class TaskStores:
         self.restores.append(stats)
 
     def _wipe(self, name: str) -> RocksDBKeyValueStore:
+        self._views.pop(name, None)
         store = self.stores.pop(name, None)
         if store is not None:
             store.close()
@@ -185,6 +214,8 @@ class TaskStores:
 
     def quarantine(self, name: str, error: BaseException) -> None:
         """Move a corrupt store aside (kept for inspection) so it is rebuilt from its changelog."""
+        self._views.pop(name, None)
+        self.continuous = False
         store = self.stores.pop(name, None)
         if store is not None:
             try:

@@ -35,9 +35,15 @@ pays per batch and reads and writes its (typed) stores an array at a time:
             return batch.select(["key", "value"]).take(first).append_column("input_row", first)
 
 A processor's stores are changelogged and committed with its outputs, exactly once, as every
-store here. ``init`` runs before a task's first record and ``close`` after its last; on Spark a
-task's processors live for one micro-batch (keep what must last in stores, as exactly-once
-needs anyway).
+store here. Its lifecycle is Kafka's: ``init`` runs once, before the task's first record, and the
+processor then lives as long as the task, batch after batch (on Spark, in the task's host process
+on the executor that runs it), until ``close``: when the application stops, and whenever the task
+starts over from its stores, as Kafka closes and re-initialises a task. That happens after a batch
+that failed or was abandoned (whatever the processor did in it was not committed, so it is rebuilt
+from what was), when the task moved to another machine or back, when a newer instance fenced
+this one, and when the application starts. So keep what must survive those in stores (fields are
+fine for caches of what the stores hold, and for handles such as the context); punctuations
+scheduled in ``init`` keep firing across batches.
 """
 
 from __future__ import annotations

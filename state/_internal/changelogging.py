@@ -94,6 +94,11 @@ class ChangeLoggingStore:
 
     # -- advancing from the changelog ----------------------------------------------------------
 
+    def moved(self) -> None:
+        """The underlying store advanced without this view (a task's catch-up wrote committed
+        entries to it directly): views keeping derived state rebuild it."""
+        self.generation += 1
+
     def restore(self, committed: Iterable[ChangelogEntry], meta: Mapping[str, bytes] | None = None) -> int:
         """Apply committed changelog entries to the store, in order and atomically with
         ``meta``; returns how many. The only way the store advances."""

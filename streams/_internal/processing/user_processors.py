@@ -1,8 +1,9 @@
 """User processors (the Processor API): one instance per task, fed record by record.
 
 The operator makes the processor with its supplier and calls ``init`` before the first record it
-sees (once per task in the test driver, once per micro-batch on Spark, where a task's operators
-live for a batch). Records forwarded while a record is processed, or by a punctuation that fires
+sees, once per task: the operator lives as long as its task (in the test driver, and on Spark in
+the task's host while its batches commit: :mod:`deltastreams.streams._internal.runtime.live_task`);
+``close`` runs when the task is done with it. Records forwarded while a record is processed, or by a punctuation that fires
 after it, carry that record's ``_seq``, so they keep the task's order downstream; those of a
 record its walk too, those of a punctuation a walk after all of the record's
 (:mod:`~deltastreams.streams._internal.processing.walk`).

@@ -106,6 +106,10 @@ class TaskPlan:
     idle_advance_ms: int | None = None
     """Idle close: if the task gets no records, move its stream time this far (wall-clock ms
     since it was last anchored; :mod:`deltastreams.streams._internal.runtime.idle`)."""
+    committed_run: str | None = None
+    """The run id (``TaskOutcome.run``) of the task's last outcome this driver committed: the
+    task host reuses the task's live operators only if they hold exactly that run
+    (:mod:`deltastreams.streams._internal.runtime.live_task`). None: build them from the stores."""
 
     @property
     def task_id(self) -> str:
@@ -235,11 +239,16 @@ class TaskOutcome:
     idle_advanced: bool = False
     next_close_ms: int | None = None
     phases: dict[str, float] = field(default_factory=dict)
-    """Seconds per phase inside the task: read, merge, restore, process, write."""
+    """Seconds per phase inside the task: read, merge, restore, build (the operators, unless kept
+    from the batch before), process, write."""
     location: str | None = None
     """The Spark executor that ran it (``executor_<host>_<id>``), None in local mode."""
     standby: bool = False
     """A standby's catch-up (``restored_entries`` then counts what the warm copy applied)."""
+    run: str | None = None
+    """Which state the task's live operators hold after this run (a new id when it processed
+    records); once the batch commits, the driver passes it back as ``TaskPlan.committed_run``.
+    None: nothing to keep."""
 
     def to_json(self) -> str:
         raw = asdict(self)

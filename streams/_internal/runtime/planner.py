@@ -67,12 +67,22 @@ class Planner:
             self.levels[sub.id] = 1 + max((self._level(self.topology.subtopology(u)) for u in upstream), default=-1)
         return self.levels[sub.id]
 
-    def plan(self, batch_id: int, latest: Mapping[str, int], positions, idle: Mapping[tuple[int, int], int] | None = None) -> TriggerPlan:
+    def plan(
+        self,
+        batch_id: int,
+        latest: Mapping[str, int],
+        positions,
+        idle: Mapping[tuple[int, int], int] | None = None,
+        committed_runs: Mapping[tuple[int, int], str] | None = None,
+    ) -> TriggerPlan:
         """``latest``: per input topic, its latest version (absent: take no new input from it).
         ``positions(sub, topic)``: where a sub-topology's committed input ends. ``idle``: per
         task ``(sub-topology, partition)`` due for an idle advance, how far (a sub-topology runs
-        for them even without input; :mod:`deltastreams.streams._internal.runtime.idle`)."""
+        for them even without input; :mod:`deltastreams.streams._internal.runtime.idle`).
+        ``committed_runs``: per task, the run id of its last committed outcome (the task host
+        reuses the task's live operators only if they hold it)."""
         idle = idle or {}
+        committed_runs = committed_runs or {}
         running: set[int] = set()
         trigger = TriggerPlan(BatchPlan(batch_id, self.settings, self.shipped, ()))
         subs_by_level = sorted(self.topology.subtopologies, key=lambda s: (self.levels[s.id], s.id))
@@ -112,12 +122,17 @@ class Planner:
         stages: dict[int, list[SubtopologyPlan]] = {}
         for sub in subs_by_level:
             if sub.id in running:
-                stages.setdefault(self.levels[sub.id], []).append(self._subtopology_plan(sub, trigger.sources[sub.id], inputs[sub.id], idle))
+                stages.setdefault(self.levels[sub.id], []).append(self._subtopology_plan(sub, trigger.sources[sub.id], inputs[sub.id], idle, committed_runs))
         trigger.plan = BatchPlan(batch_id, self.settings, self.shipped, tuple(tuple(stages[level]) for level in sorted(stages)))
         return trigger
 
     def _subtopology_plan(
-        self, sub: SubTopology, sources: Mapping[str, tuple[int, int | None]], files: Mapping[str, list[DataFile]], idle: Mapping[tuple[int, int], int]
+        self,
+        sub: SubTopology,
+        sources: Mapping[str, tuple[int, int | None]],
+        files: Mapping[str, list[DataFile]],
+        idle: Mapping[tuple[int, int], int],
+        committed_runs: Mapping[tuple[int, int], str],
     ) -> SubtopologyPlan:
         registry = self.registry
         fresh = tuple(t for t, (_, end) in sources.items() if end is None)
@@ -146,7 +161,12 @@ class Planner:
                 for topic, (start, end) in kafka.items()
                 if end.get(partition, 0) > start.get(partition, 0)
             )
-            tasks.append(TaskPlan(sub.id, partition, task_inputs, kafka_inputs, fresh, positions, idle_advance_ms=idle.get((sub.id, partition))))
+            tasks.append(
+                TaskPlan(
+                    sub.id, partition, task_inputs, kafka_inputs, fresh, positions,
+                    idle_advance_ms=idle.get((sub.id, partition)), committed_run=committed_runs.get((sub.id, partition)),
+                )
+            )
         return SubtopologyPlan(
             id=sub.id,
             tasks=tuple(tasks),

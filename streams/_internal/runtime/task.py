@@ -8,7 +8,9 @@ stores do not change until the next batch finds the changelog committed
 (:mod:`deltastreams.state.task_stores`).
 
 A :class:`TaskExecutor` lives as long as the process that runs the task (its task host,
-:mod:`deltastreams.streams._internal.runtime.task_host`), so the stores stay open between batches.
+:mod:`deltastreams.streams._internal.runtime.task_host`), so the stores stay open between batches,
+and so do the task's operators while its batches commit
+(:mod:`deltastreams.streams._internal.runtime.live_task`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from deltastreams.sinks.kafka import read_range
 from deltastreams.state import ChangelogPosition, StoreCorruptedError, TaskStores
 from deltastreams.streams._internal.processing.task import TaskProcessor
 from deltastreams.streams._internal.runtime.collector import RecordCollector, collect
+from deltastreams.streams._internal.runtime.live_task import LiveTask
 from deltastreams.streams._internal.runtime.merge import merge_fresh
 from deltastreams.streams._internal.runtime.plan import BatchPlan, BatchSettings, SubtopologyPlan, TaskOutcome, TaskPlan
 from deltastreams.streams._internal.runtime.timing import Phases
@@ -38,6 +41,7 @@ class TaskExecutor:
 
     def __init__(self, state_dir: str, application_id: str, task_id: str) -> None:
         self.stores = TaskStores(state_dir, application_id, task_id)
+        self.live = LiveTask()
 
     def run(self, plan: BatchPlan, task: TaskPlan, staged: Staged, records: Mapping[str, pa.Table] | None = None) -> TaskOutcome:
         """One batch. ``records``: input already read (Catalyst mode), instead of ``task.inputs``."""
@@ -52,6 +56,7 @@ class TaskExecutor:
                 # Found corrupt while processing (RocksDB checks blocks when it reads them): move
                 # it aside and run the batch again on a store rebuilt from the changelog.
                 self.stores.abort()
+                self.live.discard()
                 if attempt == 2:
                     raise
                 name = next((n for n in self.stores.stores if self.stores.path(n) == e.path), e.store)
@@ -67,7 +72,7 @@ class TaskExecutor:
                 if files:
                     fresh[topic], written = merge_fresh(sub.merges[topic], task.partition, files)
                     outcome.merged.append(written)
-        if not task.process:
+        if not task.process:  # the records come in a later run of this batch, which reports the run
             outcome.phases = dict(phases)
             return outcome
         with phases.time("read"):
@@ -77,6 +82,7 @@ class TaskExecutor:
         total = sum(t.num_rows for t in inputs.values())
         idle_advance_ms = task.idle_advance_ms if total == 0 else None
         if total == 0 and idle_advance_ms is None:
+            outcome.run = self.live.unchanged(task.committed_run)
             outcome.phases = dict(phases)
             return outcome
         try:
@@ -84,24 +90,14 @@ class TaskExecutor:
                 opened = self.stores.prepare(task.changelogs)
             outcome.restored_entries = sum(r.entries for r in self.stores.restores if not r.promoted)
             settings = plan.settings
-            topology = plan.shipped.load()
-            processor = TaskProcessor(
-                topology,
-                topology.subtopology(task.subtopology),
-                task.partition,
-                opened,
-                caching=settings.caching,
-                fail_on_bad_record=settings.fail_on_bad_record,
-                late_records_topic=settings.late_records_topic,
-                entry=sub.entry,
-                application_id=self.stores.application_id,
-                idle_close=settings.idle_close,
-            )
+            with phases.time("build"):
+                processor = self.live.begin(
+                    _live_key(plan, sub, task),
+                    task.committed_run if self.stores.continuous else None,
+                    lambda: self._build(plan, sub, task, opened),
+                )
             with phases.time("process"):
-                try:
-                    result = processor.process(inputs, idle_advance_ms=idle_advance_ms)
-                finally:
-                    processor.close()
+                result = processor.process(inputs, idle_advance_ms=idle_advance_ms)
             with phases.time("write"):
                 collector = RecordCollector(sub.outputs, task.partition)
                 stamp = max((int(pa.compute.max(t.column("timestamp")).as_py() or 0) for t in inputs.values() if t.num_rows), default=0)
@@ -109,8 +105,10 @@ class TaskExecutor:
                     stamp = result.idle_stream_time
                 collect(result, collector, dead_letter_topic=settings.dead_letter_topic, changelogs=sub.changelogs, timestamp=stamp)
             self.stores.finish({store: (w.file.path, w.file.min_offset) for store, w in collector.changelog_files.items()})
+            outcome.run = self.live.done()
         except BaseException:
             self.stores.abort()
+            self.live.discard()  # ahead of the stores now: the next batch starts over from them
             raise
         outcome.files = collector.files
         outcome.processed = result.processed
@@ -122,12 +120,29 @@ class TaskExecutor:
         outcome.phases = dict(phases)
         return outcome
 
+    def _build(self, plan: BatchPlan, sub: SubtopologyPlan, task: TaskPlan, stores) -> TaskProcessor:
+        settings = plan.settings
+        topology = plan.shipped.load()
+        return TaskProcessor(
+            topology,
+            topology.subtopology(task.subtopology),
+            task.partition,
+            stores,
+            caching=settings.caching,
+            fail_on_bad_record=settings.fail_on_bad_record,
+            late_records_topic=settings.late_records_topic,
+            entry=sub.entry,
+            application_id=self.stores.application_id,
+            idle_close=settings.idle_close,
+        )
+
     def catch_up(self, settings: BatchSettings, positions: Mapping[str, ChangelogPosition]) -> int:
         """As a standby: apply the committed changelog entries this copy lacks; returns how many.
 
         The next batch that runs here then reads only what was committed since (Kafka Streams'
         standby tasks)."""
         use_storage_options(settings.storage_options)
+        self.live.discard()  # a standby runs no batch: the task runs elsewhere now
         try:
             self.stores.prepare(positions)
             return sum(r.entries for r in self.stores.restores)
@@ -135,7 +150,16 @@ class TaskExecutor:
             self.stores.abort()
 
     def close(self) -> None:
+        self.live.discard()
         self.stores.close()
+
+
+def _live_key(plan: BatchPlan, sub: SubtopologyPlan, task: TaskPlan) -> tuple:
+    """What the live operators were built for: another topology, other settings, or a store's
+    changelog of another incarnation (a reset) need new ones."""
+    settings = plan.settings
+    incarnations = tuple(sorted((store, position.table_id) for store, position in task.changelogs.items()))
+    return (plan.shipped.key, task.subtopology, sub.entry, settings.caching, settings.fail_on_bad_record, settings.late_records_topic, settings.idle_close, incarnations)
 
 
 def _read_inputs(task: TaskPlan) -> dict[str, pa.Table]:

@@ -128,6 +128,10 @@ class Trigger:
         """Held while planning and committing: retention steps take it too, so a step and a
         commit never interleave on a table."""
         self._cleaner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deltastreams-staged-cleanup")
+        self.committed_runs: dict[tuple[int, int], str] = {}
+        """Per task, the run id of its last outcome committed here: its task host keeps its
+        operators alive while they hold it (:mod:`deltastreams.streams._internal.runtime.live_task`).
+        Empty at start: a new driver knows of no run, so every task builds its operators anew."""
 
     def __call__(self, batch_df, batch_id: int) -> None:
         # Once stopping, a trigger does nothing: Spark may record it as done, as progress lives
@@ -189,7 +193,7 @@ class Trigger:
         phases = Phases()
         with phases.time("plan"), self.commit_lock:
             idle = self.idle_clock.due(wall_ms) if self.idle_clock is not None else {}
-            trigger = self.planner.plan(batch_id, latest, self.committer.position, idle)
+            trigger = self.planner.plan(batch_id, latest, self.committer.position, idle, self.committed_runs)
         if trigger.empty:
             return False
         with phases.time("tasks"):
@@ -201,7 +205,11 @@ class Trigger:
 
     def _committed(self, outcomes: list[TaskOutcome], wall_ms: int) -> None:
         """A sub-topology's batch committed (or had nothing to commit): its tasks' idle reports
-        count now, never before (:mod:`deltastreams.streams._internal.runtime.idle`)."""
+        count now, never before (:mod:`deltastreams.streams._internal.runtime.idle`), and so do
+        the runs their live operators hold."""
+        for o in outcomes:
+            if o.run is not None and not o.standby:
+                self.committed_runs[(o.subtopology, o.partition)] = o.run
         if self.idle_clock is None:
             return
         for o in outcomes:
