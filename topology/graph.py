@@ -200,6 +200,35 @@ class Topology:
     def global_stores(self) -> tuple[GlobalStoreGroup, ...]:
         return self._split[1]
 
+    @cached_property
+    def levels(self) -> Mapping[int, int]:
+        """Each sub-topology's depth in the graph of repartition topics (0: reads none written
+        here). A foreign-key join makes two sub-topologies feed each other; the topic closing
+        such a cycle (see :attr:`cycle_topics`) does not count."""
+        writer_of = {t: s.id for s in self.subtopologies for t in s.sink_topics if t in self.internal_topics}
+        levels: dict[int, int] = {}
+
+        def level(sub: SubTopology, visiting: frozenset[int]) -> int:
+            if sub.id not in levels:
+                visiting = visiting | {sub.id}
+                upstream = [writer_of[t] for t in sub.source_topics if t in writer_of and writer_of[t] not in visiting]
+                levels[sub.id] = 1 + max((level(self.subtopology(u), visiting) for u in upstream), default=-1)
+            return levels[sub.id]
+
+        for sub in self.subtopologies:
+            level(sub, frozenset())
+        return levels
+
+    @cached_property
+    def cycle_topics(self) -> frozenset[str]:
+        """Internal topics written by a sub-topology no earlier than their reader (a foreign-key
+        join's response or subscription topic, whichever closes the cycle): their records are
+        committed as a sink's are, and read in a later trigger."""
+        writer_of = {t: s.id for s in self.subtopologies for t in s.sink_topics if t in self.internal_topics}
+        return frozenset(
+            t for s in self.subtopologies for t in s.source_topics if t in writer_of and self.levels[writer_of[t]] >= self.levels[s.id]
+        )
+
     def subtopology(self, sub_id: int) -> SubTopology:
         return next(s for s in self.subtopologies if s.id == sub_id)
 

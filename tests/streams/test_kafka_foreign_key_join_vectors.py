@@ -263,3 +263,15 @@ KAFKA_DESCRIBE = (
     "    Sink: KTABLE-SINK-0000000015 (topic: KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic)\n"
     "      <-- KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000012, KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000013\n\n"
 )
+
+
+def test_left_join_foreign_key_change_emits_only_the_new_join():
+    """Deliberate difference from Kafka (docs/differences-from-kafka.md): Kafka's left join
+    first emits (left, None) from the old key's unsubscription, then the new key's join; here
+    only the latter, which cannot be overtaken by the former across partitions."""
+    with _driver(_topology(left_join=True)) as driver:
+        driver.pipe_input(RIGHT, "rhs1", "r1", 0)
+        driver.pipe_input(RIGHT, "rhs2", "r2", 0)
+        driver.pipe_input(LEFT, "lhs1", "l|rhs1", 1)
+        driver.pipe_input(LEFT, "lhs1", "l|rhs2", 2)
+        assert [(r.key, r.value) for r in driver.read_output(OUTPUT)] == [("lhs1", "(l|rhs1,r1)"), ("lhs1", "(l|rhs2,r2)")]

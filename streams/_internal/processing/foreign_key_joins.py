@@ -82,7 +82,8 @@ class SubscriptionSendOperator(Operator, node=SubscriptionSendNode):
     subscribes the row to its new foreign key and, when the key changed, unsubscribes it from
     the old one. Inner join: a None foreign key (old or new) sends nothing; a new row subscribes
     only-if-found; a deleted row unsubscribes and propagates the delete. Left join: the new key
-    (None included) is always sent, null-if-not-found."""
+    (None included) is always sent, null-if-not-found; the old key's unsubscription propagates
+    only for a deleted row."""
 
     node: SubscriptionSendNode
 
@@ -123,7 +124,12 @@ class SubscriptionSendOperator(Operator, node=SubscriptionSendNode):
             if self.node.left:
                 if old is not None:
                     if old_fk is not None and _fk_bytes(new_fk) != _fk_bytes(old_fk):
-                        send(i, old_fk, Instruction.DELETE_KEY_AND_PROPAGATE)
+                        # Kafka propagates this unsubscription too: a (left, None) result that
+                        # the new key's answer normally overwrites, but that, coming from another
+                        # partition, may arrive last and stay. The new key's answer always
+                        # comes (a left join subscribes even a None key), so it is not needed
+                        # while the row exists (docs/differences-from-kafka.md).
+                        send(i, old_fk, Instruction.DELETE_KEY_AND_PROPAGATE if new is None else Instruction.DELETE_KEY_NO_PROPAGATE)
                     send(i, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
                 elif new is not None:
                     send(i, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
