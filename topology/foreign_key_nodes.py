@@ -137,11 +137,13 @@ class ForeignKeyJoinNames:
     @classmethod
     def of(cls, graph, name: str | None, store_name: str | None) -> ForeignKeyJoinNames:
         """Kafka's ``NamedInternal.suffixWithOrElseGet``: ``<name><suffix>`` when the join is
-        named (``TableJoined.as(name)``), else a counter name; ``Materialized.as(store_name)``
+        named (``TableJoined.as(name)``), else a counter name (taken either way, so naming the
+        join does not rename the nodes after it); ``Materialized.as(store_name)``
         names (and materializes) the result's store."""
 
         def take(suffix: str, prefix: str) -> str:
-            return f"{name}{suffix}" if name is not None else graph.processor_name(prefix)
+            generated = graph.processor_name(prefix)  # Kafka burns the counter value when named too
+            return f"{name}{suffix}" if name is not None else generated
 
         fk = "KTABLE-FK-JOIN-"
         return cls(

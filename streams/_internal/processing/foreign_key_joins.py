@@ -78,12 +78,13 @@ def _responses(hashes: list[bytes | None], foreign: list[Any]) -> pa.StructArray
 
 
 class SubscriptionSendOperator(Operator, node=SubscriptionSendNode):
-    """Kafka's SubscriptionSendProcessor: an update of a left row from ``old`` to ``new``
-    subscribes the row to its new foreign key and, when the key changed, unsubscribes it from
-    the old one. Inner join: a None foreign key (old or new) sends nothing; a new row subscribes
-    only-if-found; a deleted row unsubscribes and propagates the delete. Left join: the new key
-    (None included) is always sent, null-if-not-found; the old key's unsubscription propagates
-    only for a deleted row."""
+    """Kafka's SubscriptionSendProcessor (as of Kafka 4.3): an update of a left row from ``old`` to
+    ``new`` subscribes the row to its new foreign key and, when the key changed, unsubscribes it
+    from the old one without an answer. Inner join: a row keeping its key, or getting its first,
+    subscribes only-if-found (no answer where there is no right row); a changed key answers
+    None if not found (the result row goes); a deleted row, or one whose key became None,
+    unsubscribes with an answer (its delete). Left join: the new key (None included, and for a
+    deleted row too) is always sent, null-if-not-found."""
 
     node: SubscriptionSendNode
 
@@ -122,35 +123,24 @@ class SubscriptionSendOperator(Operator, node=SubscriptionSendNode):
             if not (ok_old and ok_new):
                 continue
             if self.node.left:
-                if old is not None:
-                    if old_fk is not None and _fk_bytes(new_fk) != _fk_bytes(old_fk):
-                        # Kafka propagates this unsubscription too: a (left, None) result that
-                        # the new key's answer normally overwrites, but that, coming from another
-                        # partition, may arrive last and stay. The new key's answer always
-                        # comes (a left join subscribes even a None key), so it is not needed
-                        # while the row exists (docs/differences-from-kafka.md).
-                        send(i, old_fk, Instruction.DELETE_KEY_AND_PROPAGATE if new is None else Instruction.DELETE_KEY_NO_PROPAGATE)
-                    send(i, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-                elif new is not None:
-                    send(i, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+                if old is None and new is None:
+                    continue
+                if old_fk is not None and _fk_bytes(new_fk) != _fk_bytes(old_fk):
+                    send(i, old_fk, Instruction.DELETE_KEY_NO_PROPAGATE)
+                send(i, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
                 continue
-            if old is not None:
-                if old_fk is None:
-                    context.drop(1)  # Kafka: "Skipping record due to null foreign key"
-                elif new is not None:
-                    if new_fk is None:
-                        context.drop(1)
-                        continue
-                    if _fk_bytes(new_fk) != _fk_bytes(old_fk):
-                        send(i, old_fk, Instruction.DELETE_KEY_NO_PROPAGATE)
-                    send(i, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-                else:
+            if new is None:
+                if old_fk is not None:
                     send(i, old_fk, Instruction.DELETE_KEY_AND_PROPAGATE)
-            elif new is not None:
-                if new_fk is None:
-                    context.drop(1)
-                else:
-                    send(i, new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+            elif new_fk is None:
+                context.drop(1)  # Kafka: "Skipping record due to null foreign key"
+                if old_fk is not None:
+                    send(i, old_fk, Instruction.DELETE_KEY_AND_PROPAGATE)
+            elif old_fk is not None and _fk_bytes(new_fk) != _fk_bytes(old_fk):
+                send(i, old_fk, Instruction.DELETE_KEY_NO_PROPAGATE)
+                send(i, new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+            else:
+                send(i, new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
         return _records(flow, rows, fks, None, _subscriptions(pks, key_type, hashes, ops), stamps)
 
 
@@ -308,8 +298,11 @@ class ResponseJoinOperator(Operator, node=ResponseJoinNode):
         keys, responses, seqs = flow.keys(), flow.values(), flow.seqs
         joiner, rows, results = self.node.joiner, [], []
         for i, (key, response, left_value) in enumerate(zip(keys, responses, current.values, strict=True)):
-            if not current.kept[i] or response[HASH] != value_hash(left_value):
-                continue  # stale: the left row changed since this subscription was sent
+            if not current.kept[i]:
+                continue
+            if response[HASH] != value_hash(left_value):
+                context.drop(1)  # stale: the left row changed since this subscription was sent (Kafka counts it)
+                continue
             foreign = None if response[FOREIGN_VALUE] is None else pickle.loads(response[FOREIGN_VALUE])
             if foreign is None and (not self.node.left or left_value is None):
                 result = None
