@@ -14,6 +14,7 @@ from functools import cached_property
 
 from deltastreams.conf.errors import TopologyError
 from deltastreams.topology.describe import TopologyDescription, describe
+from deltastreams.topology.foreign_key_nodes import ResponseJoinNode, SubscriptionReceiveNode
 from deltastreams.topology.nodes import (
     JoinKind,
     Node,
@@ -227,6 +228,19 @@ class Topology:
         writer_of = {t: s.id for s in self.subtopologies for t in s.sink_topics if t in self.internal_topics}
         return frozenset(
             t for s in self.subtopologies for t in s.source_topics if t in writer_of and self.levels[writer_of[t]] >= self.levels[s.id]
+        )
+
+    @cached_property
+    def copartitioned_topics(self) -> frozenset[str]:
+        """Internal topics partitioned like their reader's input tables rather than like their
+        writer's tasks: a foreign-key join's subscription topic (like the right table's topic)
+        and response topic (like the left table's), as Kafka co-partitions them."""
+        readers = {name for name, node in self.nodes.items() if isinstance(node, (SubscriptionReceiveNode, ResponseJoinNode))}
+        return frozenset(
+            t
+            for name, node in self.nodes.items()
+            if isinstance(node, SourceNode) and node.internal and set(self.children[name]) & readers
+            for t in node.topics
         )
 
     def subtopology(self, sub_id: int) -> SubTopology:

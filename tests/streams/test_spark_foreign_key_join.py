@@ -51,8 +51,10 @@ def _final(rows: list) -> dict:
 @pytest.mark.parametrize("kind", ["join", "left_join"])
 def test_spark_fk_join_ends_in_the_join_of_the_final_tables_as_the_test_driver(spark, tmp_path, kind):
     root, rng = str(tmp_path), random.Random(17)
-    for topic in ("orders", "customers"):
-        create_topic(root, topic, partitions=2, key_type=pa.string(), value_type=pa.string())
+    # Different partition counts: the subscription topic is partitioned like customers, the
+    # response topic like orders (Kafka's co-partitioning).
+    for topic, partitions in (("orders", 2), ("customers", 3)):
+        create_topic(root, topic, partitions=partitions, key_type=pa.string(), value_type=pa.string())
     config = StreamsConfig.load({"application_id": "fk", "root": root, "commit_interval_ms": 100, "max_records_per_batch": 40, "caching": False})
     all_orders, all_customers = [], []
     with TopologyTestDriver(_orders_with_customers(kind), {"caching": False}) as driver:

@@ -79,6 +79,11 @@ class TopicRegistry:
             return self._entries[logical].partitions
         if self.kafka is not None and logical in self.kafka:
             return self.kafka.partitions(logical)
+        if logical in self.topology.copartitioned_topics:
+            (reader,) = (s for s in self.topology.subtopologies if logical in s.source_topics)
+            inputs = [t for t in reader.partitioned_topics if t not in self.topology.internal_topics]
+            if inputs:
+                return max(self.partitions(t, visiting) for t in inputs)
         if logical in self.topology.internal_topics:
             if self.config.num_partitions:
                 return self.config.num_partitions
