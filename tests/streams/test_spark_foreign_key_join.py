@@ -48,7 +48,9 @@ def _final(rows: list) -> dict:
     return state
 
 
-@pytest.mark.parametrize("kind", ["join", "left_join"])
+# One kind only, to keep the suite short: the left join sends every kind of subscription an
+# inner join sends but one (and the differential oracle checks both on the test driver).
+@pytest.mark.parametrize("kind", ["left_join"])
 def test_spark_fk_join_ends_in_the_join_of_the_final_tables_as_the_test_driver(spark, tmp_path, kind):
     root, rng = str(tmp_path), random.Random(17)
     # Different partition counts: the subscription topic is partitioned like customers, the
