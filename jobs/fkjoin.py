@@ -47,10 +47,12 @@ def build_topology() -> Topology:
 def _topics(root: str):
     from deltastreams.sinks import Topic, create_topic
 
+    # The output topic too: a first batch of only deletes (an inner join's tombstones) would
+    # otherwise create it with a null value type.
     return [
         Topic.open(root, t) if Topic.exists(root, t) else create_topic(root, t, partitions=2, key_type=pa.string(), value_type=pa.string())
-        for t in (ORDERS, CUSTOMERS)
-    ]
+        for t in (ORDERS, CUSTOMERS, OUTPUT_TOPIC)
+    ][:2]
 
 
 def rounds_done(root: str) -> int:
