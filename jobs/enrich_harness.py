@@ -3,12 +3,14 @@ the job's independent pandas computation. Two jobs: ``enrich`` (a stream-table j
 topics in one sub-topology, a table store, a repartition, a windowed count) and ``clicks`` (a
 stream-stream left join: two window stores and the store of impressions waiting for a click) and
 ``dedup`` (a user processor with its own store and a stream-time punctuator; ``dedup-vectorised``
-is the same job as a batch processor with a typed store).
+is the same job as a batch processor with a typed store) and ``fkjoin`` (a foreign-key table join:
+two sub-topologies feeding each other through the subscription and response topics).
 
     python -m deltastreams.jobs.enrich_harness --root /tmp/enrich-harness --trials 30
     python -m deltastreams.jobs.enrich_harness --job clicks --root /tmp/clicks-harness --trials 30
     python -m deltastreams.jobs.enrich_harness --job dedup --root /tmp/dedup-harness --trials 30
     python -m deltastreams.jobs.enrich_harness --job dedup-vectorised --root /tmp/dedup-v-harness --trials 30
+    python -m deltastreams.jobs.enrich_harness --job fkjoin --root /tmp/fkjoin-harness --trials 10
 
 Each trial appends one round (a users update, then its pageviews) and starts ``python -m
 deltastreams.jobs.enrich run --until-caught-up``, killed with SIGKILL at a named commit point or after a
@@ -17,7 +19,10 @@ equals :func:`deltastreams.jobs.enrich.reference_counts` (each view counted in t
 the time), and no revision was committed twice (exactly-once: a window's count only grows, so a
 repeated ``(region, window, count)`` is a batch published twice). For ``clicks``, a last run
 after :func:`deltastreams.jobs.clicks.close` closes every window; then the attributed impressions must be
-:func:`deltastreams.jobs.clicks.reference_pairs` exactly, each once.
+:func:`deltastreams.jobs.clicks.reference_pairs` exactly, each once. For ``fkjoin``, the last joined
+row per order must be :func:`deltastreams.jobs.fkjoin.reference` (pandas over the final input
+tables), and no join result came out twice (every input value is new, so a repeat is a batch
+published twice).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from deltastreams.jobs import clicks, dedup, enrich
+from deltastreams.jobs import clicks, dedup, enrich, fkjoin
 from deltastreams.jobs.crash_harness import run_once
 from deltastreams.sinks import Topic
 from deltastreams.streams.runtime import CRASH_POINTS as POINTS
@@ -39,7 +44,7 @@ each one Delta version, so every batch holds one round of both topics, never a u
 ahead of its views (the reference's assumption; see deltastreams.jobs.enrich)."""
 
 
-VARIANTS = {"dedup-vectorised": ("dedup", ["--vectorised"])}
+VARIANTS = {"dedup-vectorised": ("dedup", ["--vectorised"]), "fkjoin": ("fkjoin", ["--set", "caching=false"])}
 """Harness jobs that run another job's module with extra ``run`` options (and share its checks)."""
 
 
@@ -65,6 +70,8 @@ def _append_round(root: str, job: str, seed: int) -> None:
         enrich.generate(root, rounds=1, events_per_round=4_000, seed=seed)
     elif job == "dedup":
         dedup.generate(root, rounds=1, per_round=CLICKS_ROUND, seed=seed)
+    elif job == "fkjoin":
+        fkjoin.generate(root, rounds=1, seed=seed)
     else:
         clicks.generate(root, rounds=1, per_round=CLICKS_ROUND, seed=seed)
 
@@ -108,6 +115,8 @@ def check(root: str, job: str = "enrich") -> list[str]:
         return check_counted(clicks.read_results(root), clicks.reference_pairs(root), "attributions")
     if job == "dedup":
         return check_counted(dedup.read_results(root), dedup.reference_events(root), "unique events")
+    if job == "fkjoin":
+        return check_fkjoin(root)
     violations = []
     results, expected = enrich.read_results(root), enrich.reference_counts(root)
     if not results.equals(expected):
@@ -120,6 +129,21 @@ def check(root: str, job: str = "enrich") -> list[str]:
     repeated = {r: n for r, n in revisions.items() if n > 1}
     if repeated:
         violations.append(f"{len(repeated)} revisions committed more than once, e.g. {list(repeated)[:3]}")
+    return violations
+
+
+def check_fkjoin(root: str) -> list[str]:
+    violations = []
+    latest, records = fkjoin.read_results(root)
+    expected = fkjoin.reference(root)
+    if latest != expected:
+        wrong = sorted(k for k in latest.keys() | expected.keys() if latest.get(k) != expected.get(k))
+        violations.append(f"{len(wrong)} of {len(expected)} joined orders differ from the reference, e.g. {[(k, latest.get(k), expected.get(k)) for k in wrong[:3]]}")
+    joined = records[records["value"].notna()]
+    repeated = joined.groupby(["key", "value"]).size()
+    repeated = repeated[repeated > 1]
+    if len(repeated):
+        violations.append(f"{len(repeated)} join results committed more than once, e.g. {list(repeated.index[:3])}")
     return violations
 
 
@@ -140,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     violations += check(root, args.job)
     if args.job == "enrich":
         checked = f"windows checked: {enrich.reference_counts(root).num_rows}"
+    elif args.job == "fkjoin":
+        checked = f"joined orders checked: {len(fkjoin.reference(root))}"
     elif _module(args.job) == "dedup":
         checked = f"unique events checked: {sum(dedup.reference_events(root).values())}"
     else:

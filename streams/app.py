@@ -204,7 +204,7 @@ class StreamsApp:
         uris = {t: self.registry.uri(t) for t in self.topology.source_topics if self.kafka is None or t not in self.kafka}
         inputs = InputLog(uris, self.config.max_records_per_batch)
         planner = Planner(self.topology, self.registry, inputs, settings, shipped, {s: c.entry for s, c in compiled.items()}, self.kafka)
-        consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics}
+        consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics and t not in self.topology.cycle_topics}
         job = TriggerJob(
             self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records,
             sticky_tasks=self.config.sticky_tasks, standby_replicas=self.config.num_standby_replicas,

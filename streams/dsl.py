@@ -16,6 +16,7 @@ from deltastreams.sinks.formats import ValueFormat, check_value_format
 from deltastreams.streams.options import Branched, Printed
 from deltastreams.streams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
 from deltastreams.topology.functions import FunctionKind, check_callable, joiner_function, user_function
+from deltastreams.topology.foreign_key_nodes import add_foreign_key_join
 from deltastreams.topology.graph import GraphBuilder
 from deltastreams.topology.nodes import (
     AggregateNode,
@@ -904,15 +905,55 @@ class KTable:
 
     # -- table-table joins ----------------------------------------------------------------------
 
-    def join(self, other: KTable, joiner: Callable[..., Any], *, name: str | None = None) -> KTable:
+    def join(self, other: KTable, joiner: Callable[..., Any], fk_joiner: Callable[..., Any] | None = None, *, name: str | None = None, store_name: str | None = None) -> KTable:
         """Rows whose key is in both tables: ``joiner(value, other_value)`` (or ``joiner(key,
         value, other_value)``), updated whenever either side changes; a delete on either side
-        deletes the joined row. Its timestamp is the larger of the two rows'."""
+        deletes the joined row. Its timestamp is the larger of the two rows'.
+
+        ``join(other, foreign_key_extractor, joiner)``: Kafka's foreign-key join: each row of
+        this table joins the row of ``other`` whose key is ``foreign_key_extractor(value)`` (or
+        ``(key, value)``); see :meth:`_join_foreign_key`."""
+        if fk_joiner is not None:
+            return self._join_foreign_key(other, joiner, fk_joiner, name, store_name, left=False)
+        self._no_store_name("join", store_name)
         return self._join_table(other, joiner, name, JoinKind.INNER)
 
-    def left_join(self, other: KTable, joiner: Callable[..., Any], *, name: str | None = None) -> KTable:
-        """Every row of this table, with ``other_value`` None where ``other`` has no row."""
+    def left_join(self, other: KTable, joiner: Callable[..., Any], fk_joiner: Callable[..., Any] | None = None, *, name: str | None = None, store_name: str | None = None) -> KTable:
+        """Every row of this table, with ``other_value`` None where ``other`` has no row
+        (``left_join(other, foreign_key_extractor, joiner)``: by foreign key, as :meth:`join`)."""
+        if fk_joiner is not None:
+            return self._join_foreign_key(other, joiner, fk_joiner, name, store_name, left=True)
+        self._no_store_name("left_join", store_name)
         return self._join_table(other, joiner, name, JoinKind.LEFT)
+
+    @staticmethod
+    def _no_store_name(operator: str, store_name: str | None) -> None:
+        if store_name is not None:
+            raise TopologyError(f"KTable.{operator}(other, joiner): store_name= is for the foreign-key join, {operator}(other, foreign_key_extractor, joiner)", node=operator)
+
+    def _join_foreign_key(self, other: KTable, extractor: Callable[..., Any], joiner: Callable[..., Any], name: str | None, store_name: str | None, *, left: bool) -> KTable:
+        """Kafka's foreign-key join (KIP-213): the result is keyed by this table's key, updated
+        when this row changes or when the ``other`` row it points at changes. A row whose
+        foreign key is None joins nothing (a left join emits ``joiner(value, None)``); an inner
+        join deletes the result row when the foreign row is missing or the foreign key changes
+        to one without a row. ``name`` (Kafka's ``TableJoined.as``) names the join's processors,
+        stores and internal topics; ``store_name`` (``Materialized.as``) the result's store.
+        The result's timestamp is the larger of the two rows'."""
+        operator = "left_join" if left else "join"
+        if not isinstance(other, KTable):
+            raise TopologyError(f"KTable.{operator}(other, foreign_key_extractor, joiner) joins another KTable, got {other!r}", node=operator)
+        if self._windows is not None or other._windows is not None or self._sessions is not None or other._sessions is not None:
+            raise TopologyError(f"KTable.{operator}(other, foreign_key_extractor, joiner): windowed tables cannot be joined by foreign key", node=operator)
+        fk = user_function(extractor, operator=operator, value_only_allowed=True)
+        if fk.kind is not FunctionKind.PYTHON:
+            raise TopologyError(f"KTable.{operator}(): the foreign key extractor must be a Python callable (value) or (key, value) -> key", node=operator)
+        fn = joiner_function(joiner, operator=operator)
+        # Kafka forces both tables to send old values (and so to keep a store).
+        other._send_old_values(force=True)
+        self._send_old_values(force=True)
+        left_store, right_store = self._materialize(), other._materialize()
+        result, source = add_foreign_key_join(self._graph, self._node, left_store, other._node, right_store, fk, fn, left=left, name=name, store_name=store_name)
+        return KTable(self._graph, result, _source=source)
 
     def outer_join(self, other: KTable, joiner: Callable[..., Any], *, name: str | None = None) -> KTable:
         """Every key of either table; the missing side's value is None."""

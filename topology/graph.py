@@ -14,6 +14,7 @@ from functools import cached_property
 
 from deltastreams.conf.errors import TopologyError
 from deltastreams.topology.describe import TopologyDescription, describe
+from deltastreams.topology.foreign_key_nodes import ResponseJoinNode, SubscriptionReceiveNode
 from deltastreams.topology.nodes import (
     JoinKind,
     Node,
@@ -199,6 +200,48 @@ class Topology:
     @property
     def global_stores(self) -> tuple[GlobalStoreGroup, ...]:
         return self._split[1]
+
+    @cached_property
+    def levels(self) -> Mapping[int, int]:
+        """Each sub-topology's depth in the graph of repartition topics (0: reads none written
+        here). A foreign-key join makes two sub-topologies feed each other; the topic closing
+        such a cycle (see :attr:`cycle_topics`) does not count."""
+        writer_of = {t: s.id for s in self.subtopologies for t in s.sink_topics if t in self.internal_topics}
+        levels: dict[int, int] = {}
+
+        def level(sub: SubTopology, visiting: frozenset[int]) -> int:
+            if sub.id not in levels:
+                visiting = visiting | {sub.id}
+                upstream = [writer_of[t] for t in sub.source_topics if t in writer_of and writer_of[t] not in visiting]
+                levels[sub.id] = 1 + max((level(self.subtopology(u), visiting) for u in upstream), default=-1)
+            return levels[sub.id]
+
+        for sub in self.subtopologies:
+            level(sub, frozenset())
+        return levels
+
+    @cached_property
+    def cycle_topics(self) -> frozenset[str]:
+        """Internal topics written by a sub-topology no earlier than their reader (a foreign-key
+        join's response or subscription topic, whichever closes the cycle): their records are
+        committed as a sink's are, and read in a later trigger."""
+        writer_of = {t: s.id for s in self.subtopologies for t in s.sink_topics if t in self.internal_topics}
+        return frozenset(
+            t for s in self.subtopologies for t in s.source_topics if t in writer_of and self.levels[writer_of[t]] >= self.levels[s.id]
+        )
+
+    @cached_property
+    def copartitioned_topics(self) -> frozenset[str]:
+        """Internal topics partitioned like their reader's input tables rather than like their
+        writer's tasks: a foreign-key join's subscription topic (like the right table's topic)
+        and response topic (like the left table's), as Kafka co-partitions them."""
+        readers = {name for name, node in self.nodes.items() if isinstance(node, (SubscriptionReceiveNode, ResponseJoinNode))}
+        return frozenset(
+            t
+            for name, node in self.nodes.items()
+            if isinstance(node, SourceNode) and node.internal and set(self.children[name]) & readers
+            for t in node.topics
+        )
 
     def subtopology(self, sub_id: int) -> SubTopology:
         return next(s for s in self.subtopologies if s.id == sub_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from deltastreams.jobs.differential import cogroup_shapes, join_shapes, processor_shapes, table_shapes
+from deltastreams.jobs.differential import cogroup_shapes, foreign_key_shapes, join_shapes, processor_shapes, table_shapes
 from deltastreams.jobs.differential import functions as f
 from deltastreams.jobs.differential.blocks import KEY_PRESERVING_OPS, Names, Shape, chain, draw_chain, draw_time_limit, draw_windows, named, sink, source, suppressed
 from deltastreams.streams import EmitStrategy, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
@@ -118,6 +118,7 @@ SHAPES: dict[str, Shape] = {
         join_shapes.STREAM_STREAM_JOIN,
         join_shapes.TABLE_TABLE_JOIN,
         join_shapes.GLOBAL_TABLE_JOIN,
+        foreign_key_shapes.FK_JOIN,
         processor_shapes.MERGE_SPLIT,
         processor_shapes.PROCESSOR,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deltastreams.conf.errors import TopologyError
-from deltastreams.streams._internal.processing import aggregate, batch_processors, cogroup, routing, sessions, sliding, stateless, stream_joins, suppress, table, table_grouping, table_joins, user_processors  # noqa: F401 - register operators
+from deltastreams.streams._internal.processing import aggregate, batch_processors, cogroup, foreign_key_joins, routing, sessions, sliding, stateless, stream_joins, suppress, table, table_grouping, table_joins, user_processors  # noqa: F401 - register operators
 from deltastreams.streams._internal.processing.input import TaskInput
 from deltastreams.streams._internal.processing.operator import BuildContext, Operator
 from deltastreams.streams._internal.processing.walk import walk_ranks

@@ -57,15 +57,12 @@ class Planner:
         """Per sub-topology, the end of its Catalyst prefix (records mode), or None."""
         internal = topology.internal_topics
         self.writer_of = {t: s.id for s in topology.subtopologies for t in s.sink_topics if t in internal}
-        self.levels: dict[int, int] = {}
-        for sub in topology.subtopologies:
-            self._level(sub)
-
-    def _level(self, sub: SubTopology) -> int:
-        if sub.id not in self.levels:
-            upstream = [self.writer_of[t] for t in sub.source_topics if t in self.writer_of]
-            self.levels[sub.id] = 1 + max((self._level(self.topology.subtopology(u)) for u in upstream), default=-1)
-        return self.levels[sub.id]
+        self.levels = topology.levels
+        self.back_edges = tuple(
+            (topic, sub.id) for sub in topology.subtopologies for topic in sub.source_topics if topic in topology.cycle_topics
+        )
+        """``(topic, reader)`` for the internal topics closing a cycle of sub-topologies: their
+        records wait for the next trigger, which must come even without new input."""
 
     def plan(
         self,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from deltastreams.conf import StreamsConfig
-from deltastreams.conf.errors import CommitError, TopicNotFoundError
+from deltastreams.conf.errors import CommitError, TopicNotFoundError, TopologyError
 from deltastreams.sinks import DataFile, Topic, TopicLayout, checkpoint_interval, create_topic_with_layout, end_offsets, topic_uri
 from deltastreams.sinks.retention import changelog_watermarks
 from deltastreams.streams._internal.processing.task import DEAD_LETTER_VALUE
@@ -60,21 +60,35 @@ class TopicRegistry:
 
     # -- partition counts ----------------------------------------------------------------------
 
-    def tasks(self, sub: SubTopology) -> int:
+    def tasks(self, sub: SubTopology, visiting: frozenset[int] = frozenset()) -> int:
         """One task per partition of its (co-partitioned) inputs; a global table's topic reads
-        whole in every task, so its partitions do not count."""
-        return max(self.partitions(topic) for topic in sub.partitioned_topics)
+        whole in every task, so its partitions do not count. An internal topic written by a
+        sub-topology this one feeds (a foreign-key join's response topic) takes its partition
+        count from the other inputs, as Kafka co-partitions it with them."""
+        visiting = visiting | {sub.id}
+        counts = [self.partitions(topic, visiting) for topic in sub.partitioned_topics if not self._written_by(topic, visiting)]
+        if not counts:
+            raise TopologyError(f"sub-topology {sub.id} reads only internal topics written in a cycle of sub-topologies: no partition count to take")
+        return max(counts)
 
-    def partitions(self, logical: str) -> int:
+    def _written_by(self, logical: str, subs: frozenset[int]) -> bool:
+        return logical in self.topology.internal_topics and any(s.id in subs and logical in s.sink_topics for s in self.topology.subtopologies)
+
+    def partitions(self, logical: str, visiting: frozenset[int] = frozenset()) -> int:
         if logical in self._entries:
             return self._entries[logical].partitions
         if self.kafka is not None and logical in self.kafka:
             return self.kafka.partitions(logical)
+        if logical in self.topology.copartitioned_topics:
+            (reader,) = (s for s in self.topology.subtopologies if logical in s.source_topics)
+            inputs = [t for t in reader.partitioned_topics if t not in self.topology.internal_topics]
+            if inputs:
+                return max(self.partitions(t, visiting) for t in inputs)
         if logical in self.topology.internal_topics:
             if self.config.num_partitions:
                 return self.config.num_partitions
             writer = next(s for s in self.topology.subtopologies if logical in s.sink_topics)
-            return self.tasks(writer)
+            return self.tasks(writer, visiting)
         physical = self.physical(logical)
         if Topic.exists(self.root, physical):
             return Topic.open(self.root, physical).partitions
@@ -218,7 +232,7 @@ class TopicRegistry:
             key_column=entry.key_column,
             value_column=entry.value_column,
             next_offsets=tuple(entry.next_offsets),
-            staged=logical in self.topology.internal_topics,
+            staged=logical in self.topology.internal_topics and logical not in self.topology.cycle_topics,
             transient=logical in self.topology.internal_topics or logical in self.changelog_topics,
         )
 

@@ -160,8 +160,13 @@ class Trigger:
         """Input left behind by a bounded batch, or appended while the trigger ran: the next
         trigger at once (after the interval), not after the watcher's next poll."""
         self._refresh_inputs()
-        if self.watcher.pending():
+        if self.watcher.pending() or self._cycle_backlog():
             self.ticks.tick()
+
+    def _cycle_backlog(self) -> bool:
+        """Records a trigger wrote to a topic closing a cycle of sub-topologies (a foreign-key
+        join's responses), which its reader takes in the next trigger."""
+        return any(self.registry.version(topic) > self.committer.position(sub, topic) for topic, sub in self.planner.back_edges)
 
     @property
     def stopping(self) -> bool:
@@ -226,10 +231,10 @@ class Trigger:
             by_sub[outcome.subtopology].append(outcome)
             for written in outcome.merged:
                 merged_for[self.planner.writer_of[written.topic]].append(written)
-            staged += [w for w in outcome.files if w.topic in self.planner.writer_of]
+            staged += [w for w in outcome.files if w.topic in self.planner.writer_of and w.topic not in self.planner.topology.cycle_topics]
         for sub in (sub for stage in trigger.plan.stages for sub in stage):
             mine = by_sub.get(sub.id, [])
-            written = [w for o in mine for w in o.files if w.topic not in self.planner.writer_of] + merged_for.get(sub.id, [])
+            written = [w for o in mine for w in o.files if w.topic not in self.planner.writer_of or w.topic in self.planner.topology.cycle_topics] + merged_for.get(sub.id, [])
             sources = {t: (start, self.registry.version(t) if end is None else end) for t, (start, end) in trigger.sources[sub.id].items()}
             if not written and not any(moved(start, end) for start, end in sources.values()):
                 self._committed(mine, wall_ms)

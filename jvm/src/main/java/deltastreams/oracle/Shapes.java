@@ -47,6 +47,7 @@ final class Shapes {
       case "stream_stream_join" -> JoinShapes.streamStream(p, builder, outputs);
       case "table_table_join" -> JoinShapes.tableTable(p, builder, outputs);
       case "global_table_join" -> JoinShapes.globalTable(p, builder, outputs);
+      case "fk_join" -> ForeignKeyShapes.fkJoin(p, builder, outputs);
       case "merge_split" -> ProcessorShapes.mergeSplit(p, builder, outputs);
       case "processor" -> ProcessorShapes.processor(p, builder, outputs);
       default -> throw new IllegalArgumentException("no shape named " + shape);
