@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from deltastreams.sinks.serde import key_bytes, key_bytes_of, key_from_bytes
 from deltastreams.state import NO_STREAM_TIME, ReadOnlyKeyValueStore, ReadOnlyWindowStore, TimeKeyedStore
+from deltastreams.state.window import time_key
 from deltastreams.streams._internal.processing.flow import BadRecords, Flow, concat_flows, flow_schema, infer_array
 from deltastreams.streams._internal.processing.idle import remember_key_type, remembered_key_type
 from deltastreams.streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
@@ -172,7 +173,7 @@ class AggregateOperator(Operator, node=AggregateNode):
     def _changes(self) -> BatchChanges | None:
         """Where to log this batch's updates, record by record, if something reads the table by
         key (a join, a re-grouping; see :mod:`deltastreams.streams._internal.processing.table`)."""
-        changes = None if self.windowed else self.table_changes.get(self.node.store)
+        changes = self.table_changes.get(self.node.store)
         if changes is not None:
             changes.clear()
         return changes
@@ -469,7 +470,10 @@ class _Log:
     def record(self, pair: int, value: bytes | None) -> None:
         """The update of ``pair``'s group by its record, at that record's turn."""
         group = self.pairs.group[pair]
-        self.changes.record(self.pairs.store_keys[group], self.stored[group], self.turns[self.pairs.record[pair]], value)
+        key = self.pairs.store_keys[group]
+        if isinstance(key, tuple):  # a window's (start, key): its raw key in the store, as read by key
+            key = time_key(*key)
+        self.changes.record(key, self.stored[group], self.turns[self.pairs.record[pair]], value)
 
 
 class _KeyValueView:
