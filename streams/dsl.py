@@ -862,10 +862,8 @@ class KTable:
             for side in self._graph.parents(name):
                 (joined,) = self._graph.parents(side)
                 KTable(self._graph, joined)._send_old_values(force=True)
-        elif not isinstance(root, (AggregateNode, TableAggregateNode, CogroupMergeNode)):
-            return False
-        elif getattr(root, "windows", None) is not None and not force:
-            return False  # a windowed table's filters keep forwarding deletes unless a join or re-grouping asks
+        elif not isinstance(root.aggregation if isinstance(root, CogroupMergeNode) else root, (AggregateNode, TableAggregateNode)):
+            return False  # session and sliding tables: their filters forward every delete
         for name in chain:
             node = self._graph.node(name)
             if isinstance(node, TableFilterNode) and not node.old_values:
