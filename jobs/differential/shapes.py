@@ -10,6 +10,7 @@ import random
 from typing import Any
 
 from deltastreams.jobs.differential import cogroup_shapes, join_shapes, processor_shapes, table_shapes
+from deltastreams.jobs.differential.windowed_table_shapes import WINDOWED_TABLE
 from deltastreams.jobs.differential import functions as f
 from deltastreams.jobs.differential.blocks import KEY_PRESERVING_OPS, Names, Shape, chain, draw_chain, draw_time_limit, draw_windows, named, sink, source, suppressed
 from deltastreams.streams import EmitStrategy, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
@@ -120,5 +121,6 @@ SHAPES: dict[str, Shape] = {
         join_shapes.GLOBAL_TABLE_JOIN,
         processor_shapes.MERGE_SPLIT,
         processor_shapes.PROCESSOR,
+        WINDOWED_TABLE,
     )
 }
