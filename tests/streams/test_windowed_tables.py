@@ -157,3 +157,32 @@ def _windowed(builder):
 def test_joins_kafkas_types_refuse_fail_at_build_time(join, message):
     with pytest.raises(TopologyError, match=message):
         join(StreamsBuilder())
+
+
+def test_one_records_hopping_windows_leave_and_join_their_group_one_after_another():
+    # Kafka puts a window and forwards its revision through the re-grouping before it puts the
+    # next window of the record: each window's old value is the one before its own put.
+    builder = StreamsBuilder()
+    sums = builder.stream("clicks").group_by_key().windowed_by(TimeWindows.of_size_and_grace(5, 0).advance_by(2)).reduce(lambda a, v: a + v)
+    sums.group_by(lambda wk, v: (wk.key, v)).reduce(lambda a, v: a + v, lambda a, v: a - v).to_stream().to("totals")
+    driver = TopologyTestDriver(builder.build(), {"caching": False})
+    driver.pipe_input("clicks", "a", 2, timestamp=47)  # windows [44, 49) and [46, 51)
+    driver.pipe_input("clicks", "a", 1, timestamp=48)  # both again (2 -> 3 in each), and [48, 53)
+    assert [r.value for r in driver.read_output("totals")] == [2, 4, 5, 6, 7]
+
+
+def test_a_joined_windowed_table_keeps_a_closed_window_while_kafkas_window_store_returns_it():
+    # Kafka's window store returns a window until its start is size + grace behind the latest
+    # start written, closed by stream time or not.
+    builder = StreamsBuilder()
+    windows = TimeWindows.of_size_and_grace(10, 5)
+    left = builder.stream("clicks").group_by_key().windowed_by(windows).count()
+    right = builder.stream("views").group_by_key().windowed_by(windows).count()
+    left.join(right, lambda c, v: f"{c}/{v}").to_stream().to("joined")
+    driver = TopologyTestDriver(builder.build(), {"caching": False})
+    driver.pipe_input("views", "b", "x", timestamp=221)  # views window [220, 230)
+    driver.pipe_input("views", "a", "x", timestamp=236)  # closes it (230 + 5 <= 236); latest start 230
+    driver.pipe_input("clicks", "b", "x", timestamp=224)  # 220 > 230 - 15: still returned
+    driver.pipe_input("views", "a", "x", timestamp=251)  # latest start 250: [220, 230) is past retention
+    driver.pipe_input("clicks", "b", "x", timestamp=226)
+    assert [(r.key, r.window_start, r.value) for r in driver.read_output("joined")] == [("b", 220, "1/1")]
