@@ -16,7 +16,6 @@ from deltastreams.streams.options import Branched, Printed
 from deltastreams.streams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
 from deltastreams.topology.functions import FunctionKind, check_callable, joiner_function, user_function
 from deltastreams.topology.graph import GraphBuilder
-from deltastreams.topology.windowed_keys import KeyKind, key_kind
 from deltastreams.topology.nodes import (
     AggregateNode,
     BatchProcessNode,
@@ -56,6 +55,7 @@ from deltastreams.topology.nodes import (
     ToStreamNode,
     Windows,
 )
+from deltastreams.topology.windowed_keys import KeyKind, key_kind
 
 _AGGREGATE_PREFIX = {
     AggregationKind.COUNT: "KSTREAM-AGGREGATE",

@@ -159,6 +159,13 @@ def test_joins_kafkas_types_refuse_fail_at_build_time(join, message):
         join(StreamsBuilder())
 
 
+def test_a_session_windowed_table_cannot_be_regrouped_here():
+    builder = StreamsBuilder()
+    sessions = builder.stream("clicks").group_by_key().windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(5)).count()
+    with pytest.raises(TopologyError, match=r"cannot be read by key \(joined or re-grouped\).*not session or sliding"):
+        sessions.group_by(lambda wk, c: (wk.key, c))
+
+
 def test_one_records_hopping_windows_leave_and_join_their_group_one_after_another():
     # Kafka puts a window and forwards its revision through the re-grouping before it puts the
     # next window of the record: each window's old value is the one before its own put.
