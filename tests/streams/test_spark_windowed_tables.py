@@ -59,7 +59,7 @@ def test_windowed_tables_joined_and_regrouped_on_spark_give_the_test_drivers_rec
 
     for topic in inputs:
         create_topic(root, topic, partitions=2, key_type=pa.string(), value_type=pa.string())
-    config = StreamsConfig.load({"application_id": "windowed-tables", "root": root, "commit_interval_ms": 100, "max_records_per_batch": 50, "caching": False})
+    config = StreamsConfig.load({"application_id": "windowed-tables", "root": root, "commit_interval_ms": 100, "max_records_per_batch": 100, "caching": False})
     for half in (slice(0, 60), slice(60, 120)):  # two runs: the second restores both windowed stores
         for topic, rows in inputs.items():
             part = rows[half]
