@@ -62,6 +62,7 @@ def draw_windowed_table(rng: random.Random) -> dict:
     p["then"] = {"kind": rng.choice(("join", "left_join", "outer_join", "group_by"))} | names.maybe("then")
     if p["then"]["kind"] == "group_by":
         p["then"]["store"] = names.maybe("store")
+        p["topics"] = ["in"]  # the re-grouping reads the first table only
     p["to_stream"] = names.maybe("to-stream")
     p["sink"] = names.maybe("sink")
     return p
