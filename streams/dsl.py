@@ -57,6 +57,7 @@ from deltastreams.topology.nodes import (
     ToStreamNode,
     Windows,
 )
+from deltastreams.topology.windowed_keys import KeyKind, key_kind
 
 _AGGREGATE_PREFIX = {
     AggregationKind.COUNT: "KSTREAM-AGGREGATE",
@@ -70,6 +71,26 @@ def _named(graph: GraphBuilder, name: str | None, prefix: str) -> str:
     one operator does not rename the unnamed ones after it."""
     generated = graph.processor_name(prefix)
     return name if name is not None else generated
+
+
+def _same_key_kind(operator: str, graph: GraphBuilder, this: str, other: str) -> None:
+    """Refuse a join by key of two kinds of key, as Kafka's types do (``Windowed<K>`` is not
+    ``K``), and a join reading a session or sliding window's table (read by key nowhere)."""
+    this_kind, other_kind = key_kind(graph, this), key_kind(graph, other)
+    if KeyKind.SESSION_WINDOWED in (this_kind, other_kind):
+        raise TopologyError(
+            f"{operator}: a session- or sliding-windowed table cannot be joined by key here (only time-windowed "
+            "tables can); join the tables' to_stream() with JoinWindows instead",
+            node=operator,
+        )
+    if this_kind is not other_kind:
+        raise TopologyError(
+            f"{operator}: both sides must have the same kind of key, got {this_kind.value} and {other_kind.value}; "
+            "a windowed table joins another windowed table (same key, same window) or a stream of its to_stream(); "
+            "to join a windowed result with a plain table, re-key it first, e.g. "
+            "table.to_stream().select_key(lambda wk, v: wk.key)",
+            node=operator,
+        )
 
 
 @dataclass(frozen=True)
@@ -363,6 +384,7 @@ class KStream:
         if not isinstance(table, KTable):
             raise TopologyError(f"{operator}() joins a KTable (builder.table(...) or to_table()), got {table!r}", node=operator)
         fn = joiner_function(joiner, operator=operator)
+        _same_key_kind(f"KStream.{operator}(table)", self._graph, self._node, table._node)
         parent = self._node
         if self._repartition_required:
             parent = self._graph.repartition_for_join(parent, name if name is not None else self._node, user_named=name is not None)
@@ -814,10 +836,10 @@ class KTable:
             root = self._graph.node(name)
             if isinstance(root, CogroupMergeNode):
                 root = root.aggregation  # a cogroup's table is its aggregation's
-            if not isinstance(root, (AggregateNode, TableAggregateNode)) or getattr(root, "windows", None) is not None:
+            if not isinstance(root, (AggregateNode, TableAggregateNode)):
                 raise TopologyError(
                     f"{name}: this table cannot be read by key (joined or re-grouped): only tables from builder.table(), "
-                    "to_table(), a non-windowed aggregation, or a table-table join's inputs can",
+                    "to_table(), an aggregation (time-windowed too, not session or sliding), or a table-table join's inputs can",
                     node=name,
                 )
             return root.store
@@ -849,8 +871,8 @@ class KTable:
             for side in self._graph.parents(name):
                 (joined,) = self._graph.parents(side)
                 KTable(self._graph, joined)._send_old_values(force=True)
-        elif not isinstance(root, (AggregateNode, TableAggregateNode, CogroupMergeNode)) or getattr(root, "windows", None) is not None:
-            return False  # a windowed table: its filters cannot look old values up by key
+        elif not isinstance(root.aggregation if isinstance(root, CogroupMergeNode) else root, (AggregateNode, TableAggregateNode)):
+            return False  # session and sliding tables: their filters forward every delete
         for name in chain:
             node = self._graph.node(name)
             if isinstance(node, TableFilterNode) and not node.old_values:
@@ -964,6 +986,7 @@ class KTable:
         if not isinstance(other, KTable):
             raise TopologyError(f"KTable.{operator}() joins another KTable, got {other!r}", node=operator)
         fn = joiner_function(joiner, operator=operator)
+        _same_key_kind(f"KTable.{operator}()", self._graph, self._node, other._node)
         # Kafka's counter order: the merge node, then this side, then the other side.
         merge = _named(self._graph, name, "KTABLE-MERGE")
         this_side = _named(self._graph, None if name is None else f"{name}-join-this", "KTABLE-JOINTHIS")
@@ -975,7 +998,7 @@ class KTable:
         this_store, other_store = self._materialize(), other._materialize()
         self._graph.add(TableTableJoinNode(this_side, fn, other._node, other_store, kind, this_is_left=True), [self._node])
         self._graph.add(TableTableJoinNode(other_side, fn, self._node, this_store, kind, this_is_left=False), [other._node])
-        return KTable(self._graph, self._graph.add(TableMergeNode(merge), [this_side, other_side]))
+        return KTable(self._graph, self._graph.add(TableMergeNode(merge), [this_side, other_side]), self._windows)
 
     def to_stream(self, *, name: str | None = None) -> KStream:
         """The stream of this table's updates (windowed keys carry window_start/window_end;

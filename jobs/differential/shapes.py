@@ -10,6 +10,7 @@ import random
 from typing import Any
 
 from deltastreams.jobs.differential import cogroup_shapes, foreign_key_shapes, join_shapes, processor_shapes, table_shapes
+from deltastreams.jobs.differential.windowed_table_shapes import WINDOWED_TABLE
 from deltastreams.jobs.differential import functions as f
 from deltastreams.jobs.differential.blocks import KEY_PRESERVING_OPS, Names, Shape, chain, draw_chain, draw_time_limit, draw_windows, named, sink, source, suppressed
 from deltastreams.streams import EmitStrategy, SessionWindows, SlidingWindows, StreamsBuilder, TimeWindows
@@ -121,5 +122,6 @@ SHAPES: dict[str, Shape] = {
         foreign_key_shapes.FK_JOIN,
         processor_shapes.MERGE_SPLIT,
         processor_shapes.PROCESSOR,
+        WINDOWED_TABLE,
     )
 }

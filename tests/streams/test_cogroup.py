@@ -64,10 +64,10 @@ def test_a_failing_aggregator_dead_letters_its_record_and_the_others_fold():
     assert driver.get_key_value_store("store").get("k") == concat("k", "b", concat("k", "a", ""))
 
 
-def test_a_windowed_cogroup_table_cannot_be_read_by_key():
+def test_a_windowed_cogroup_table_cannot_join_a_plain_table():
     builder = StreamsBuilder()
     windowed = builder.stream("one").group_by_key().cogroup(concat).windowed_by(TimeWindows.of_size(10)).aggregate(str)
-    with pytest.raises(TopologyError, match="cannot be read by key"):
+    with pytest.raises(TopologyError, match="same kind of key, got time-windowed keys"):
         windowed.join(builder.table("t"), lambda a, b: a)
 
 

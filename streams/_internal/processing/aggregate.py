@@ -29,11 +29,12 @@ import pyarrow.compute as pc
 
 from deltastreams.sinks.serde import key_bytes, key_bytes_of, key_from_bytes
 from deltastreams.state import NO_STREAM_TIME, ReadOnlyKeyValueStore, ReadOnlyWindowStore, TimeKeyedStore
+from deltastreams.state.window import time_key
 from deltastreams.streams._internal.processing.flow import BadRecords, Flow, concat_flows, flow_schema, infer_array
 from deltastreams.streams._internal.processing.idle import remember_key_type, remembered_key_type
 from deltastreams.streams._internal.processing.operator import IDLE_BLOCKED, BuildContext, Operator, ProcessContext
 from deltastreams.streams._internal.processing.table import BatchChanges
-from deltastreams.streams._internal.processing.walk import Turn, carry_walk, turns
+from deltastreams.streams._internal.processing.walk import RANK_SIZE, Turn, carry_walk, fork_entry, turns
 from deltastreams.streams._internal.processing.windowing import (
     InputStreamTimes,
     assign_windows,
@@ -172,7 +173,7 @@ class AggregateOperator(Operator, node=AggregateNode):
     def _changes(self) -> BatchChanges | None:
         """Where to log this batch's updates, record by record, if something reads the table by
         key (a join, a re-grouping; see :mod:`deltastreams.streams._internal.processing.table`)."""
-        changes = None if self.windowed else self.table_changes.get(self.node.store)
+        changes = self.table_changes.get(self.node.store)
         if changes is not None:
             changes.clear()
         return changes
@@ -205,6 +206,11 @@ class AggregateOperator(Operator, node=AggregateNode):
         stored = self._get_many(pairs.store_keys)
         previous = [self._decode(raw) for raw in stored]
         unreadable = self._past_retention(pairs, len(flow)) if cogroup and self.windowed else None
+        if changes is not None and self.windowed and not cogroup and len(pairs.start):
+            # Read by key (joined, re-grouped): keep windows as long as Kafka's window store
+            # returns them, ``size + grace`` behind the latest window start written (see _advance).
+            latest = latest_window_start(self.kv)
+            remember_latest_window_start(self.kv, int(pairs.start.max()) if latest is None else max(latest, int(pairs.start.max())))
 
         if self.node.aggregation.kind is AggregationKind.COUNT:
             revisions = self._count(flow, pairs, previous, key_index, distinct_keys, _Log(changes, stored, pairs, flow, self.rank))
@@ -414,8 +420,9 @@ class AggregateOperator(Operator, node=AggregateNode):
     def _advance(self, stream_time: int) -> None:
         """Persist stream time; purge windows closed for good (``end + grace <= stream time``),
         which is also Kafka's retention of ``size + grace``. A cogroup's inputs each have their
-        own stream time: there, purge what no read can return any more (see
-        :meth:`_past_retention`)."""
+        own stream time: there, and for a windowed table read by key (a join, a re-grouping),
+        purge what no read can return any more: Kafka's window store returns a window until its
+        start is ``size + grace`` behind the latest start written (see :meth:`_past_retention`)."""
         store = self.window_store
         if stream_time <= store.stream_time:
             return
@@ -465,11 +472,39 @@ class _Log:
         self.stored = stored
         self.pairs = pairs
         self.turns: list[Turn] = turns(flow, rank) if changes is not None else []
+        self.pair_turns: list[Turn] | None = None
+        if changes is not None and pairs.store_keys and isinstance(pairs.store_keys[0], tuple):
+            self.pair_turns = _window_turns(flow, pairs, rank)
 
     def record(self, pair: int, value: bytes | None) -> None:
-        """The update of ``pair``'s group by its record, at that record's turn."""
+        """The update of ``pair``'s group by its record, at that record's turn (a window's: at
+        the turn of the revision it forwards)."""
         group = self.pairs.group[pair]
-        self.changes.record(self.pairs.store_keys[group], self.stored[group], self.turns[self.pairs.record[pair]], value)
+        key = self.pairs.store_keys[group]
+        if self.pair_turns is not None:  # a window's (start, key): its raw key in the store, as read by key
+            self.changes.record(time_key(*key), self.stored[group], self.pair_turns[pair], value)
+            return
+        self.changes.record(key, self.stored[group], self.turns[self.pairs.record[pair]], value)
+
+
+def _window_turns(flow: Flow, pairs: _Pairs, rank: int) -> list[Turn]:
+    """Kafka's KStreamWindowAggregate puts one window, forwards its revision (which walks to the
+    end), then puts the next window of the record. A record's revisions are forks of its walk
+    (:func:`~deltastreams.streams._internal.processing.walk.number_forks`: entry ``(rank, index)``
+    each, in window order), so each window's change is logged at its revision's turn at this
+    operator: a read of the window's old value there sees the value before it, any later step
+    (and later window's walk) the new one, an earlier window's walk the old one."""
+    record = pairs.record
+    per_record = np.bincount(record, minlength=len(flow)) if len(record) else np.zeros(len(flow), dtype=np.int64)
+    first = np.r_[0, np.cumsum(per_record)[:-1]] if len(flow) else np.zeros(0, dtype=np.int64)
+    base = turns(flow, rank)
+    out: list[Turn] = []
+    for j, r in enumerate(record.tolist()):
+        seq, path = base[r]
+        if per_record[r] > 1:
+            path = path[: -RANK_SIZE] + fork_entry(rank, j - int(first[r])) + path[-RANK_SIZE:]
+        out.append((seq, path))
+    return out
 
 
 class _KeyValueView:

@@ -46,7 +46,19 @@ from deltastreams.topology.nodes import (
     TableSourceNode,
     TableTableJoinNode,
 )
-from deltastreams.topology.records import KEY, TIMESTAMP, VALUE
+from deltastreams.state.window import time_key
+from deltastreams.topology.records import KEY, TIMESTAMP, VALUE, WINDOW_START
+
+
+def row_keys(flow: Flow) -> list[bytes]:
+    """The store keys of a table's rows: the key's bytes, or, for a windowed table (Kafka's
+    ``Windowed<K>`` keys), the window store's key of (window start, key), so a windowed
+    aggregation's store is read by key as Kafka's value getter reads it (``fetch(key, start)``)."""
+    raw = key_bytes(flow.table.column(KEY))
+    if not flow.windowed:
+        return raw
+    starts = flow.table.column(WINDOW_START).to_pylist()
+    return [time_key(int(start), kb) for start, kb in zip(starts, raw, strict=True)]
 
 
 @dataclass
@@ -195,7 +207,7 @@ class TableFilterOperator(Operator, node=TableFilterNode):
         if not absent.any():
             return out
         # Kafka's cache forwards an update with the old value the store held before the commit.
-        olds = self._olds.lookup(out, key_bytes(out.table.column(KEY)), context, AT_START if self._build.caching else None)
+        olds = self._olds.lookup(out, row_keys(out), context, AT_START if self._build.caching else None)
         was_absent = np.fromiter((v is None for v in olds.values), dtype=bool, count=len(out))
         return out.filter(~(absent & was_absent))
 
@@ -439,8 +451,8 @@ def table_chain(build: BuildContext, table: str) -> tuple[TableSourceNode | Aggr
     root = nodes[name]
     if isinstance(root, CogroupMergeNode):
         root = root.aggregation  # a cogroup's table is its aggregation's (named as the merge)
-    if not isinstance(root, TABLE_ROOTS) or (isinstance(root, AggregateNode) and root.windows is not None):
-        raise TopologyError(f"{table}: a windowed aggregation's table cannot be read by key (its keys are windowed)", node=table)
+    if not isinstance(root, TABLE_ROOTS):
+        raise TopologyError(f"{table}: only tables (sources, aggregations), filtered or mapped, can be read by key", node=table)
     return root, list(reversed(chain))
 
 

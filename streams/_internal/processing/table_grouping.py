@@ -17,7 +17,7 @@ from deltastreams.sinks.serde import key_bytes
 from deltastreams.streams._internal.processing.flow import SEQ, Flow, flow_schema, infer_array
 from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from deltastreams.streams._internal.processing.stateless import _typed
-from deltastreams.streams._internal.processing.table import TableView, decode_row, encode_row, table_chain, table_getter
+from deltastreams.streams._internal.processing.table import TableView, decode_row, encode_row, row_keys, table_chain, table_getter
 from deltastreams.streams._internal.processing.walk import AT_START, carry_walk, turns
 from deltastreams.topology.nodes import AggregationKind, TableAggregateNode, TableSelectNode
 from deltastreams.topology.records import KEY, TIMESTAMP, VALUE
@@ -66,7 +66,7 @@ class TableSelectOperator(Operator, node=TableSelectNode):
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         if not len(flow):
             return _changes_flow(flow, [], [], [], [])
-        own = self.own.lookup(flow, key_bytes(flow.table.column(KEY)), context, AT_START if self.caching else None)
+        own = self.own.lookup(flow, row_keys(flow), context, AT_START if self.caching else None)
         olds = own.values
         if not own.kept.all():  # the table's chain rejected some updates
             flow, olds = flow.filter(own.kept), own.select(olds)

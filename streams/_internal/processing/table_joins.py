@@ -18,7 +18,7 @@ from deltastreams.sinks.serde import json_bytes, key_bytes
 from deltastreams.streams._internal.processing.flow import Flow
 from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
 from deltastreams.streams._internal.processing.stateless import _typed
-from deltastreams.streams._internal.processing.table import decode_row, table_chain, table_getter
+from deltastreams.streams._internal.processing.table import decode_row, row_keys, table_chain, table_getter
 from deltastreams.streams._internal.processing.walk import AT_END, AT_START
 from deltastreams.topology.functions import UserFunction
 from deltastreams.topology.nodes import JoinKind, StreamGlobalTableJoinNode, StreamTableJoinNode, TableMergeNode, TableTableJoinNode
@@ -66,7 +66,7 @@ class StreamTableJoinOperator(Operator, node=StreamTableJoinNode):
         keyed = np.flatnonzero(~null_keys)
         if len(keyed):
             with_key = flow.take(keyed)
-            found = self.getter.lookup(with_key, key_bytes(with_key.table.column(KEY)), context)
+            found = self.getter.lookup(with_key, row_keys(with_key), context)
             for i, value in zip(keyed, found.values, strict=True):
                 table_values[i] = value
             if not found.kept.all():  # the table's chain rejected some stream records
@@ -197,7 +197,7 @@ class TableTableJoinOperator(Operator, node=TableTableJoinNode):
     def process(self, flow: Flow, context: ProcessContext) -> Flow:
         if not len(flow):
             return flow
-        raw_keys = key_bytes(flow.table.column(KEY))
+        raw_keys = row_keys(flow)  # (window start, key) for windowed tables
         other = self.getter.lookup(flow, raw_keys, context, AT_END if self.caching else None)
         others, other_stamps, kept = other.values, other.stamps, other.kept
         if self.node.kind is JoinKind.INNER or (self.node.kind is JoinKind.LEFT and not self.node.this_is_left):

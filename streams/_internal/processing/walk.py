@@ -80,6 +80,15 @@ def walk_ranks(children: Mapping[str, Sequence[str]], sources: Sequence[str], me
     return nodes, edges
 
 
+RANK_SIZE = _RANK.size
+
+
+def fork_entry(rank: int, index: int) -> bytes:
+    """The walk entry :func:`number_forks` gives the ``index``-th of records operator ``rank``
+    forwarded for one record."""
+    return _ENTRY.pack(rank, index)
+
+
 def turn(seq: int, walk: bytes, rank: int) -> Turn:
     return (seq, walk + _RANK.pack(rank))
 

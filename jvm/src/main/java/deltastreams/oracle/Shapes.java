@@ -50,6 +50,7 @@ final class Shapes {
       case "fk_join" -> ForeignKeyShapes.fkJoin(p, builder, outputs);
       case "merge_split" -> ProcessorShapes.mergeSplit(p, builder, outputs);
       case "processor" -> ProcessorShapes.processor(p, builder, outputs);
+      case "windowed_table" -> WindowedTableShapes.windowedTable(p, builder, outputs);
       default -> throw new IllegalArgumentException("no shape named " + shape);
     }
   }
