@@ -28,7 +28,7 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from deltastreams.jobs.example_cli import add_operations_commands, add_run_command, print_pairs, read_pairs, run_example, run_operations
+from deltastreams.jobs.example_cli import OPERATIONS_COMMANDS, add_operations_commands, add_run_command, print_pairs, read_pairs, run_example, run_operations
 from deltastreams.jobs.example_cli import rounds_done as example_rounds_done
 from deltastreams.jobs.roots import require_root
 from deltastreams.streams import JoinWindows, StreamsBuilder, Topology
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "close":
             require_root(args.root)
             close(args.root)
-        elif args.command in ("status", "reset", "query"):
+        elif args.command in OPERATIONS_COMMANDS:
             return run_operations(args, build_topology)
         elif args.command == "run":
             return run_example(args, APPLICATION_ID, build_topology)

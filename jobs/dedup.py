@@ -29,7 +29,7 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from deltastreams.jobs.example_cli import add_operations_commands, add_run_command, print_pairs, read_pairs, run_example, run_operations
+from deltastreams.jobs.example_cli import OPERATIONS_COMMANDS, add_operations_commands, add_run_command, print_pairs, read_pairs, run_example, run_operations
 from deltastreams.jobs.example_cli import rounds_done as example_rounds_done
 from deltastreams.jobs.roots import require_root
 from deltastreams.streams import StreamsBuilder, Topology
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "generate":
             generate(args.root, rounds=args.rounds, per_round=args.per_round, seed=args.seed)
             print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
-        elif args.command in ("status", "reset", "query"):
+        elif args.command in OPERATIONS_COMMANDS:
             return run_operations(args, build_topology)
         elif args.command == "run":
             return run_example(args, APPLICATION_ID, lambda: build_topology(args.vectorised))

@@ -28,7 +28,7 @@ import sys
 import numpy as np
 import pyarrow as pa
 
-from deltastreams.jobs.example_cli import add_operations_commands, add_run_command, run_example, run_operations
+from deltastreams.jobs.example_cli import OPERATIONS_COMMANDS, add_operations_commands, add_run_command, run_example, run_operations
 from deltastreams.jobs.roots import require_root
 from deltastreams.jobs.pageview_data import START_MS, VALUE_TYPE, generate_events
 from deltastreams.streams import StreamsBuilder, TimeWindows, Topology
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "generate":
             generate(args.root, rounds=args.rounds, events_per_round=args.events_per_round, seed=args.seed)
             print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
-        elif args.command in ("status", "reset", "query"):
+        elif args.command in OPERATIONS_COMMANDS:
             return run_operations(args, build_topology)
         elif args.command == "run":
             return run_example(args, APPLICATION_ID, build_topology)

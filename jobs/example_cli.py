@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from deltastreams.conf import StreamsConfig
+from deltastreams.jobs.operations_cli import OPERATIONS_COMMANDS
 from deltastreams.streams import Topology
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from deltastreams.jobs.example_cli import add_operations_commands, add_run_command, run_example, run_operations
+from deltastreams.jobs.example_cli import OPERATIONS_COMMANDS, add_operations_commands, add_run_command, run_example, run_operations
 from deltastreams.jobs.roots import require_root
 from deltastreams.streams import StreamsBuilder, Topology
 from deltastreams.streams.errors import DeltaStreamsError
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "generate":
             generate(args.root, rounds=args.rounds, seed=args.seed)
             print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
-        elif args.command in ("status", "reset"):
+        elif args.command in OPERATIONS_COMMANDS:
             return run_operations(args, build_topology)
         elif args.command == "run":
             return run_example(args, APPLICATION_ID, build_topology)

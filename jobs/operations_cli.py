@@ -185,6 +185,11 @@ def window_size_of(topology: Topology | None, store: str) -> int | None:
     return None
 
 
+OPERATIONS_COMMANDS = ("status", "reset", "query")
+"""The subcommands every job's command line takes from here (a job dispatches these to
+:func:`run_operations_command`)."""
+
+
 def run_operations_command(args: argparse.Namespace, topology: Callable[[], Topology], extra: dict | None = None) -> int:
     """``status``, ``reset`` or ``query``, as ``args.command`` says; an error is printed, never a traceback."""
     from deltastreams.conf.errors import DeltaStreamsError

@@ -37,6 +37,7 @@ from deltastreams.conf import StreamsConfig
 from deltastreams.streams.console import calling_on_stop_signals
 from deltastreams.jobs.pageview_data import VALUE_TYPE, generate_events
 from deltastreams.jobs.roots import require_root
+from deltastreams.jobs.operations_cli import OPERATIONS_COMMANDS
 from deltastreams.jobs.steady import SteadyGenerator, SteadyProgress, StatusFile
 from deltastreams.streams import StreamsBuilder, Suppressed, TimeWindows, Topology
 from deltastreams.streams.errors import DeltaStreamsError
@@ -369,7 +370,7 @@ def _operations_command(args: argparse.Namespace) -> int:
 
 
 def _command(args: argparse.Namespace) -> int:
-    if args.command in ("status", "reset", "query"):
+    if args.command in OPERATIONS_COMMANDS:
         return _operations_command(args)
     if args.command in ("generate", "results") and args.root:
         _use_storage_settings(args)

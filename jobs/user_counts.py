@@ -24,7 +24,7 @@ from deltalake.exceptions import TableNotFoundError
 
 from deltastreams.conf import StreamsConfig
 from deltastreams.conf.errors import DeltaStreamsError
-from deltastreams.jobs.operations_cli import add_query_command, add_reset_command, add_status_command, run_operations_command
+from deltastreams.jobs.operations_cli import OPERATIONS_COMMANDS, add_query_command, add_reset_command, add_status_command, run_operations_command
 from deltastreams.jobs.pageview import INPUT_TOPIC, VALUE_TYPE
 from deltastreams.jobs.roots import require_root
 from deltastreams.sinks import use_storage_options
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     add_reset_command(commands, APPLICATION_ID)
     add_query_command(commands, APPLICATION_ID)
     args = parser.parse_args(argv)
-    if args.command in ("status", "reset", "query"):
+    if args.command in OPERATIONS_COMMANDS:
         return run_operations_command(args, build_topology)
     if args.command == "run":
         from deltastreams.streams.app import StreamsApp
