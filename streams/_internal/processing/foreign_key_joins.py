@@ -42,6 +42,7 @@ from deltastreams.topology.foreign_key_nodes import (
 from deltastreams.topology.records import KEY, TIMESTAMP, VALUE
 
 PK, HASH, OP, FOREIGN_VALUE = "pk", "hash", "op", "fv"
+_NO_ANSWER = {HASH: None, FOREIGN_VALUE: None}
 
 
 def value_hash(value: Any) -> bytes | None:
@@ -300,6 +301,10 @@ class ResponseJoinOperator(Operator, node=ResponseJoinNode):
         for i, (key, response, left_value) in enumerate(zip(keys, responses, current.values, strict=True)):
             if not current.kept[i]:
                 continue
+            if response is None:
+                # The answer to a deleted left row (no hash, no foreign value): its fields are all
+                # null, and a topic keeps one column per field, so it reads back as a null value.
+                response = _NO_ANSWER
             if response[HASH] != value_hash(left_value):
                 context.drop(1)  # stale: the left row changed since this subscription was sent (Kafka counts it)
                 continue
