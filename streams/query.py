@@ -52,6 +52,7 @@ from deltastreams.sinks import Topic, filesystem_for, latest_version, open_table
 from deltastreams.sinks.serde import array_from_key_bytes, key_bytes_of
 from deltastreams.sinks.transaction import DecidedBatch, decided_entry, log_property
 from deltastreams.state.snapshot import ChangelogSnapshot
+from deltastreams.streams._internal.runtime.topology_guard import TOPOLOGY_PROPERTY
 
 _COUNT = struct.Struct(">qq")
 _TIME = struct.Struct(">q")
@@ -59,7 +60,6 @@ _ORDERED_TIME = struct.Struct(">Q")
 _KEY_TYPE_KEY = b"\xff\xffkey-type"
 _SESSION_MARK = b"\xff\xffobserved-stream-time"
 _STREAM_TIME_KEY = b"\xff\xffstream-time"
-_TOPOLOGY_PROPERTY = "deltastreams.topology"
 _FAR = 2**62
 
 
@@ -111,7 +111,7 @@ def _records(root: str, application_id: str) -> dict[int, dict]:
     records = {}
     for name in _listing(under_root(root, "transactions", application_id)):
         if name.startswith("subtopology-"):
-            raw = log_property(under_root(root, "transactions", application_id, name), _TOPOLOGY_PROPERTY)
+            raw = log_property(under_root(root, "transactions", application_id, name), TOPOLOGY_PROPERTY)
             if raw is not None:
                 record = json.loads(raw)
                 records[int(record["subtopology"])] = record
