@@ -1,1 +1,1 @@
-"""Runnable applications: the pageview example, its data generator, benchmarks and harnesses."""
+"""What users run: the example applications (pageview, enrich, clicks, dedup, fkjoin) with their data generators, and the operations commands (status, reset, query, rescale, compact) for any application."""

@@ -247,7 +247,6 @@ class _OneCommand:
 
 KNOWN_TOPOLOGIES = {
     "pageview": "deltastreams.jobs.pageview:build_topology",
-    "user-counts": "deltastreams.jobs.user_counts:build_topology",
     "enrich": "deltastreams.jobs.enrich:build_topology",
     "clicks": "deltastreams.jobs.clicks:build_topology",
     "dedup": "deltastreams.jobs.dedup:build_topology",

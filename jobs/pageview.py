@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--config", default=None, help="a TOML file of settings")
     run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any setting of conf/defaults.toml")
     run.add_argument("--log-file", default=None, help="where details go (default: <state_dir>/<application_id>/logs/)")
-    run.add_argument("--metrics-file", help="append one JSON line per committed micro-batch to this file (for tools: deltastreams.jobs.soak)")
+    run.add_argument("--metrics-file", help="append one JSON line per committed micro-batch to this file (for tools: deltastreams.devtools.harness.soak)")
     run.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics while the job runs (docs/metrics.md; metrics_port)")
     run.add_argument("--kafka", metavar="HOST:PORT", help="read pageview-events from this Kafka cluster (everything else stays under --root)")
     run.add_argument(

@@ -9,7 +9,7 @@ append brings the total to exactly ``rate x duration``. Used by ``python -m delt
 
 Where the events go is an :class:`Appender`: a Delta topic (:class:`TopicAppender`, what a Topic
 given to :class:`SteadyGenerator` becomes) or whatever else a benchmark feeds (a Kafka topic, a
-plain Delta table: ``deltastreams.jobs.peers.inputs``).
+plain Delta table: ``deltastreams.devtools.bench.peers.inputs``).
 """
 
 from __future__ import annotations

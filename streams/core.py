@@ -1,4 +1,4 @@
-"""The engine-independent processing core, for tools that drive it directly (``deltastreams.jobs.bench_core``).
+"""The engine-independent processing core, for tools that drive it directly (``deltastreams.devtools.bench.core``).
 
 A :class:`TaskProcessor` runs one sub-topology for one task: records and stores in, the records
 to append per topic, the changelog entries, dead letters and metrics out (:class:`TaskResult`).

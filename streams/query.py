@@ -18,7 +18,7 @@ on top, as the roll-forward at the next start will publish them. So the snapshot
 committed batch, the same for every partition.
 
 Served from memory: the first call loads the snapshot into a dict (a 1M-key store: about a
-second, ``python -m deltastreams.jobs.bench_query``); later calls probe the transaction log for a
+second, ``python -m deltastreams.devtools.bench.query``); later calls probe the transaction log for a
 newer decision (one file-existence check) and, if there is one, read only the changelog files
 committed since. Point lookups then cost microseconds. ``as_of_batch`` snapshots are fixed.
 

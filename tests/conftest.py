@@ -17,9 +17,9 @@ def spark():
 
 @pytest.fixture(scope="session")
 def oracle():
-    """Kafka Streams' own TopologyTestDriver in a JVM (deltastreams.jobs.differential.oracle, built by
+    """Kafka Streams' own TopologyTestDriver in a JVM (deltastreams.devtools.differential.oracle, built by
     bin/setup from jvm/), started once and shared."""
-    from deltastreams.jobs.differential.oracle import KafkaStreamsOracle
+    from deltastreams.devtools.differential.oracle import KafkaStreamsOracle
 
     with KafkaStreamsOracle() as started:
         yield started

@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from deltastreams.jobs import crash_harness
+from deltastreams.devtools.harness import crash as crash_harness
 from deltastreams.sinks import table_exists
 from deltastreams.sinks.transaction import TransactionLog
 

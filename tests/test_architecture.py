@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("conf", "sinks", "state", "topology", "streams", "jobs")
+PACKAGES = ("conf", "sinks", "state", "topology", "streams", "jobs", "devtools")
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess:

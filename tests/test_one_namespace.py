@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYOUT = ("conf", "sinks", "state", "topology", "streams", "jobs")
+LAYOUT = ("conf", "sinks", "state", "topology", "streams", "jobs", "devtools")
 
 _IMPORT_EVERY_MODULE = """
 import importlib, json, pkgutil, sys

@@ -62,6 +62,15 @@ def test_the_wheel_holds_every_module_and_the_default_configuration(fresh_venv):
     assert (installed / "conf" / "defaults.toml").read_text() == (ROOT / "conf" / "defaults.toml").read_text()
 
 
+def test_the_wheel_ships_no_benchmark_harness_test_server_or_test(fresh_venv):
+    # What ships is what users run: devtools/ (benchmarks, harnesses, servers, the oracle) stays in
+    # the checkout, and a module named test_* is a test, never part of the package.
+    installed = _site_packages(fresh_venv) / "deltastreams"
+    assert not (installed / "devtools").exists()
+    assert [str(p.relative_to(installed)) for p in installed.rglob("test_*.py")] == []
+    assert (ROOT / "devtools" / "bench" / "suite.py").is_file()  # guards against a vacuous pass: it exists here
+
+
 def _outside_the_checkout(venv: Path, cwd: Path) -> dict[str, str]:
     """The environment of a command run with the fresh venv's Python from ``cwd``: the wheel's
     deltastreams, and the third-party packages of this test's environment (a .pth line each: .pth

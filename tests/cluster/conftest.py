@@ -1,11 +1,11 @@
-"""One multi-host test cluster for the package (deltastreams.jobs.test_cluster): starting one costs about a
+"""One multi-host test cluster for the package (deltastreams.devtools.servers.netns_cluster): starting one costs about a
 minute of JVM start-ups here. Skipped, with the reason, where network namespaces cannot be made."""
 
 from __future__ import annotations
 
 import pytest
 
-from deltastreams.jobs.test_cluster import MultiHostCluster, NamespacesUnavailable, namespaces_unavailable
+from deltastreams.devtools.servers.netns_cluster import MultiHostCluster, NamespacesUnavailable, namespaces_unavailable
 
 
 @pytest.fixture(scope="package")

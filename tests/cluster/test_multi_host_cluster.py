@@ -1,4 +1,4 @@
-"""The cluster recipe on several hosts (deltastreams.jobs.test_cluster): a master, three worker hosts, a driver
+"""The cluster recipe on several hosts (deltastreams.devtools.servers.netns_cluster): a master, three worker hosts, a driver
 host and the object store, each in a network namespace of its own with its own address and
 TMPDIR. The pageview job, spark-submitted from the driver host with an s3:// root, must run on
 executors of at least two worker hosts, keep each task's state on the disk of the host that ran
@@ -18,9 +18,9 @@ import pytest
 from chispa import assert_df_equality
 
 import deltastreams.jobs.pageview
-from deltastreams.jobs.pageview_reference import final_counts, source_events
-from deltastreams.jobs.standalone_cluster import spark_home
-from deltastreams.jobs.test_cluster import MultiHostCluster, netns_pids
+from deltastreams.devtools.harness.pageview_reference import final_counts, source_events
+from deltastreams.devtools.servers.standalone_cluster import spark_home
+from deltastreams.devtools.servers.netns_cluster import MultiHostCluster, netns_pids
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -114,7 +114,7 @@ def test_kill_host_leaves_none_of_its_processes_and_the_others_go_on(cluster):
     before = {host.name: netns_pids(host.namespace) for host in others}
     assert netns_pids(victim.namespace) and all(before.values())
     # from another process, as a developer would: the state file under the cluster's directory
-    kill = subprocess.run([cluster.python, "-m", "deltastreams.jobs.test_cluster", "kill-host", "3", "--dir", str(cluster.directory)], capture_output=True, text=True, timeout=60)
+    kill = subprocess.run([cluster.python, "-m", "deltastreams.devtools.servers.netns_cluster", "kill-host", "3", "--dir", str(cluster.directory)], capture_output=True, text=True, timeout=60)
     assert kill.returncode == 0 and "worker-3: killed" in kill.stdout, kill.stdout + kill.stderr
     assert netns_pids(victim.namespace) == []
     # the other hosts' processes (their workers) are the same ones, and the master still answers

@@ -1,5 +1,5 @@
 """Tasks stay with their stores on a cluster of several hosts, and survive losing one
-(deltastreams.jobs.cluster_locality on the multi-host test cluster).
+(deltastreams.devtools.bench.cluster_locality on the multi-host test cluster).
 
 A count per user (one store entry per user) runs over three worker hosts, one batch per append.
 Once every task has run (the warm-up), no batch may read a changelog back: each task runs where
@@ -13,7 +13,7 @@ import argparse
 
 import pytest
 
-from deltastreams.jobs import cluster_locality
+from deltastreams.devtools.bench import cluster_locality
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

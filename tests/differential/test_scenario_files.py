@@ -2,7 +2,7 @@
 TopologyTestDriver and ours, judged as the file expects: ``"expect": "same"`` (a difference
 found and fixed, kept so it stays fixed) or ``{"documented": id}`` (a difference
 docs/differences-from-kafka.md explains, checked by its KnownDifference's Kafka-equivalent
-scenario). ``python -m deltastreams.jobs.differential --replay FILE`` runs one and prints what differs."""
+scenario). ``python -m deltastreams.devtools.differential --replay FILE`` runs one and prints what differs."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from deltastreams.jobs.differential.known import KNOWN_DIFFERENCES
-from deltastreams.jobs.differential.runner import judge, read_scenario
+from deltastreams.devtools.differential.known import KNOWN_DIFFERENCES
+from deltastreams.devtools.differential.runner import judge, read_scenario
 
 SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.json"))
 

@@ -1,6 +1,6 @@
 """Scenarios on the Spark runtime, cut into micro-batches at random points with a restart (and
 local stores thrown away) in the middle, against Kafka Streams' output: record for record, or the
-same final result, as jobs/differential/spark_batches.py says per scenario."""
+same final result, as devtools/differential/spark_batches.py says per scenario."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from deltastreams.jobs.differential.runner import judge
-from deltastreams.jobs.differential.scenarios import draw_scenario
-from deltastreams.jobs.differential.spark_batches import compare, contract, reference_outputs, run_batched
+from deltastreams.devtools.differential.runner import judge
+from deltastreams.devtools.differential.scenarios import draw_scenario
+from deltastreams.devtools.differential.spark_batches import compare, contract, reference_outputs, run_batched
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from deltastreams.jobs import bench
+from deltastreams.devtools.bench import suite as bench
 
 pytestmark = pytest.mark.spark
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from deltastreams.conf import StreamsConfig
-from deltastreams.jobs import clicks, enrich_harness
+from deltastreams.jobs import clicks
+from deltastreams.devtools.harness import enrich as enrich_harness
 from deltastreams.streams.app import StreamsApp
 
 pytestmark = pytest.mark.spark
@@ -29,7 +30,7 @@ def test_attributions_equal_the_reference_once_every_window_has_closed(spark, tm
 
 @pytest.mark.slow
 def test_kills_leave_the_attributions_exactly_once(tmp_path):
-    # deltastreams.jobs.enrich_harness --job clicks at small scale: a kill at each commit point in turn.
+    # deltastreams.devtools.harness.enrich --job clicks at small scale: a kill at each commit point in turn.
     with open(tmp_path / "harness.log", "a") as log:
         kills, violations = enrich_harness.run(str(tmp_path), trials=4, seed=3, log=log, job="clicks")
     assert sum(n for point, n in kills.items() if point != "finished before the kill") >= 3, kills

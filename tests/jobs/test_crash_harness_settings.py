@@ -1,7 +1,7 @@
 from datetime import timedelta
 
 from deltastreams.conf import StreamsConfig
-from deltastreams.jobs.crash_harness import RETENTION_SETTINGS, job_command
+from deltastreams.devtools.harness.crash import RETENTION_SETTINGS, job_command
 
 
 def settings_of(command):

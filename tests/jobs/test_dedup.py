@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from deltastreams.conf import StreamsConfig
-from deltastreams.jobs import dedup, enrich_harness
+from deltastreams.jobs import dedup
+from deltastreams.devtools.harness import enrich as enrich_harness
 from deltastreams.sinks import Topic
 from deltastreams.streams.app import StreamsApp
 

@@ -10,13 +10,14 @@ from chispa import assert_df_equality
 
 from deltastreams.conf import StreamsConfig
 from deltastreams.conf.errors import TopologyError
-from deltastreams.jobs import enrich, enrich_harness
+from deltastreams.jobs import enrich
+from deltastreams.devtools.harness import enrich as enrich_harness
 from deltastreams.sinks import Topic, create_topic
 from deltastreams.streams.app import StreamsApp
 
 pytestmark = pytest.mark.spark
 
-ONE_ROUND = enrich_harness.ONE_ROUND  # one round of both topics per batch: see deltastreams.jobs.enrich_harness
+ONE_ROUND = enrich_harness.ONE_ROUND  # one round of both topics per batch: see deltastreams.devtools.harness.enrich
 
 
 def run(spark, root, **settings):
@@ -58,7 +59,7 @@ def test_joined_topics_must_be_copartitioned(spark, tmp_path):
 
 @pytest.mark.slow
 def test_kills_leave_the_enrichment_exactly_once(tmp_path):
-    # deltastreams.jobs.enrich_harness at small scale: a round per trial, a kill at each commit point in turn.
+    # deltastreams.devtools.harness.enrich at small scale: a round per trial, a kill at each commit point in turn.
     with open(tmp_path / "harness.log", "a") as log:
         kills, violations = enrich_harness.run(str(tmp_path), trials=4, seed=2, log=log)
     assert sum(n for point, n in kills.items() if point != "finished before the kill") >= 3, kills

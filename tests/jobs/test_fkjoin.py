@@ -3,7 +3,8 @@ job's topology on the test driver: the same generated rounds, the same joined ta
 
 from __future__ import annotations
 
-from deltastreams.jobs import enrich_harness, fkjoin
+from deltastreams.jobs import fkjoin
+from deltastreams.devtools.harness import enrich as enrich_harness
 from deltastreams.sinks import Topic
 from deltastreams.streams import TopologyTestDriver
 

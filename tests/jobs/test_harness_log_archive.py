@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from deltastreams.jobs.harness_log_archive import LogArchiver, history
+from deltastreams.devtools.harness.log_archive import LogArchiver, history
 from deltastreams.sinks import create_topic
 from deltastreams.sinks.retention import clean_log
 

@@ -19,11 +19,11 @@ COMMANDS = [
     ("deltastreams.jobs.clicks", ["results"]),
     ("deltastreams.jobs.clicks", ["close"]),
     ("deltastreams.jobs.dedup", ["results"]),
-    ("deltastreams.jobs.user_counts", ["check"]),
+    ("deltastreams.devtools.bench.user_counts", ["check"]),
     ("deltastreams.jobs.compact", ["--application-id", "pageview"]),
     ("deltastreams.jobs.pageview", ["status"]),
     ("deltastreams.jobs.pageview", ["reset", "--to-earliest"]),
-    ("deltastreams.jobs.user_counts", ["status"]),
+    ("deltastreams.devtools.bench.user_counts", ["status"]),
     ("deltastreams.jobs.status", ["--application-id", "pageview"]),
     ("deltastreams.jobs.reset", ["--application-id", "pageview", "--to-latest"]),
 ]

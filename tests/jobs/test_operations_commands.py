@@ -4,7 +4,8 @@ commands: a job that dispatched only some of them fell through to its own ``resu
 
 import pytest
 
-from deltastreams.jobs import clicks, dedup, enrich, fkjoin, pageview, user_counts
+from deltastreams.jobs import clicks, dedup, enrich, fkjoin, pageview
+from deltastreams.devtools.bench import user_counts
 
 JOBS = {"pageview": pageview, "user_counts": user_counts, "enrich": enrich, "clicks": clicks, "dedup": dedup, "fkjoin": fkjoin}
 

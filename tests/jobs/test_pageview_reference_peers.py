@@ -1,11 +1,11 @@
-"""The expectations the peers benchmark holds Kafka Streams and Spark to (deltastreams.jobs.pageview_reference),
+"""The expectations the peers benchmark holds Kafka Streams and Spark to (deltastreams.devtools.harness.pageview_reference),
 on cases small enough to work out by hand."""
 
 import heapq
 
 import pandas as pd
 
-from deltastreams.jobs.pageview_reference import final_counts, kafka_streams_counts, spark_counts
+from deltastreams.devtools.harness.pageview_reference import final_counts, kafka_streams_counts, spark_counts
 from deltastreams.sinks import partition_for
 
 WINDOW, GRACE = 5000, 10_000

@@ -6,8 +6,8 @@ import json
 import pandas as pd
 from deltalake import DeltaTable
 
-from deltastreams.jobs.peers.checks import _delta_batches, _kafka_batches, difference
-from deltastreams.jobs.peers.inputs import DeltaTableAppender, RecordingAppender, source_frame
+from deltastreams.devtools.bench.peers.checks import _delta_batches, _kafka_batches, difference
+from deltastreams.devtools.bench.peers.inputs import DeltaTableAppender, RecordingAppender, source_frame
 from deltastreams.jobs.steady import SteadyGenerator
 
 

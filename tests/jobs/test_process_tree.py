@@ -5,7 +5,7 @@ import sys
 import textwrap
 import time
 
-from deltastreams.jobs.process_tree import all_processes, job_processes, still_running
+from deltastreams.devtools.servers.process_tree import all_processes, job_processes, still_running
 
 # driver -> "daemon" (a process group of its own, as Spark's Python daemon) -> a launcher that
 # starts a "host" and exits at once, so the host is reparented but stays in the daemon's group.

@@ -1,6 +1,6 @@
 import json
 
-from deltastreams.jobs.soak_probe import BatchLog, storage, topic_kind
+from deltastreams.devtools.harness.soak_probe import BatchLog, storage, topic_kind
 
 
 def _file(path, size):

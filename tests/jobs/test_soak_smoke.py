@@ -1,4 +1,4 @@
-"""deltastreams.jobs.soak end to end, in about a minute: generator and job as processes, samples, verdict,
+"""deltastreams.devtools.harness.soak end to end, in about a minute: generator and job as processes, samples, verdict,
 report, and a clean stop of both."""
 
 import json
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 def test_soak_runs_end_to_end_and_reports_sane_numbers(tmp_path):
     root = tmp_path / "soak"
-    command = [sys.executable, "-m", "deltastreams.jobs.soak", "--minutes", "0.5", "--sample-s", "10", "--rate", "1000", "--root", str(root)]
+    command = [sys.executable, "-m", "deltastreams.devtools.harness.soak", "--minutes", "0.5", "--sample-s", "10", "--rate", "1000", "--root", str(root)]
     soak = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         stdout, stderr = soak.communicate(timeout=600)

@@ -1,6 +1,6 @@
 import pytest
 
-from deltastreams.jobs.soak_verdict import Windows, batch_time_check, memory_check, overall, slope_per_minute, topics_check
+from deltastreams.devtools.harness.soak_verdict import Windows, batch_time_check, memory_check, overall, slope_per_minute, topics_check
 
 
 def test_windows_are_minutes_2_to_7_and_the_last_5_from_12_minutes_on():

@@ -1,4 +1,4 @@
-"""Apache Kafka (:mod:`deltastreams.jobs.kafka_broker`: KRaft, one node, from the jars bin/setup builds) for
+"""Apache Kafka (:mod:`deltastreams.devtools.servers.kafka_broker`: KRaft, one node, from the jars bin/setup builds) for
 the Kafka tests: started once per test session on free loopback ports, stopped afterwards; a test
 whose topic names are fixed gets a fresh one. The tests are skipped, with the reason, only where
 the broker cannot start (no JVM artifacts: run bin/setup)."""
@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-from deltastreams.jobs.kafka_broker import BrokerUnavailable, KafkaBroker
+from deltastreams.devtools.servers.kafka_broker import BrokerUnavailable, KafkaBroker
 
 _names = itertools.count()
 

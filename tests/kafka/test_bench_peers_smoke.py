@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from deltastreams.jobs import bench_peers
+from deltastreams.devtools.bench.peers import run as bench_peers
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""The checker behind the Kafka sink's kill tests and the crash harness (deltastreams.jobs.kafka_sink_check)
+"""The checker behind the Kafka sink's kill tests and the crash harness (deltastreams.devtools.harness.kafka_sink_check)
 finds what exactly-once into Kafka rules out: a duplicate, a missing record, two records swapped,
 and it skips aborted records as a read_committed reader does. Against Apache Kafka, on a Delta
 topic written here with deltalake in the pageview output's layout."""
@@ -12,7 +12,7 @@ import pyarrow as pa
 from confluent_kafka import Producer
 from deltalake import write_deltalake
 
-from deltastreams.jobs.kafka_sink_check import check_mirror
+from deltastreams.devtools.harness.kafka_sink_check import check_mirror
 
 ROWS = [(p, o, 1000 + o, 5000 * o, f"category-{p}{o}", o + 1) for p in range(2) for o in range(4)]
 

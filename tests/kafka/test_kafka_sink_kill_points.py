@@ -5,7 +5,7 @@ the producer; once they are in the partitions' logs; once the batch number is in
 transaction; after the commit): each run is killed at one point, and the next run recovers from
 it before being killed at the next; a last run finishes. A read_committed reader then finds every
 record of the Delta output topic in Kafka exactly once, partition by partition, in order, and
-nothing else (:mod:`deltastreams.jobs.kafka_sink_check`: deltalake on one side, confluent-kafka on the other,
+nothing else (:mod:`deltastreams.devtools.harness.kafka_sink_check`: deltalake on one side, confluent-kafka on the other,
 no code of the sink).
 
 One chain of runs for all points, one test per point over it: each Spark start costs ~20 s, and a
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from deltastreams.jobs.kafka_broker import BrokerUnavailable, KafkaBroker
-from deltastreams.jobs.kafka_sink_check import MirrorCheck, check_mirror
+from deltastreams.devtools.servers.kafka_broker import BrokerUnavailable, KafkaBroker
+from deltastreams.devtools.harness.kafka_sink_check import MirrorCheck, check_mirror
 from deltastreams.jobs.pageview import OUTPUT_TOPIC
 from deltastreams.streams.runtime import KAFKA_SINK_CRASH_POINTS
 

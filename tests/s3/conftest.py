@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from deltastreams.jobs.s3_server import S3Server, S3Unavailable
+from deltastreams.devtools.servers.s3_server import S3Server, S3Unavailable
 
 _prefixes = itertools.count()
 

@@ -18,8 +18,8 @@ from chispa import assert_df_equality
 
 import deltastreams.jobs.pageview
 from deltastreams.conf import StreamsConfig, storage
-from deltastreams.jobs.pageview_reference import final_counts, source_events
-from deltastreams.jobs.standalone_cluster import StandaloneCluster, cluster_environment, spark_home
+from deltastreams.devtools.harness.pageview_reference import final_counts, source_events
+from deltastreams.devtools.servers.standalone_cluster import StandaloneCluster, cluster_environment, spark_home
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

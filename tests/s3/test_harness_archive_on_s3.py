@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from deltastreams.jobs.harness_log_archive import ARCHIVE, LogArchiver, history
+from deltastreams.devtools.harness.log_archive import ARCHIVE, LogArchiver, history
 from deltastreams.sinks.retention import clean_log
 from tests.jobs.test_harness_log_archive import busy_topic
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from deltastreams.jobs import crash_harness
+from deltastreams.devtools.harness import crash as crash_harness
 from tests.racing_instances import assert_fenced, race
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

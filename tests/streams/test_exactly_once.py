@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from deltastreams.jobs import crash_harness
+from deltastreams.devtools.harness import crash as crash_harness
 from deltastreams.streams.runtime import COMMIT_CRASH_POINTS as POINTS
 from tests.racing_instances import assert_fenced, race
 

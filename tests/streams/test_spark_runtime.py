@@ -11,7 +11,7 @@ from chispa import assert_df_equality
 from deltastreams.conf import StreamsConfig
 from deltastreams.jobs.pageview import build_topology, generate, read_results
 from deltastreams.streams.app import StreamsApp
-from deltastreams.jobs.pageview_reference import final_counts, source_events
+from deltastreams.devtools.harness.pageview_reference import final_counts, source_events
 
 pytestmark = pytest.mark.spark
 

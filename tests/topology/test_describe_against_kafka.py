@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from deltastreams.jobs import clicks, dedup, enrich, pageview
-from deltastreams.jobs.differential.scenarios import Scenario
+from deltastreams.devtools.differential.scenarios import Scenario
 
 
 def kafka_describe(oracle, job: str, params: dict) -> str:

@@ -21,7 +21,7 @@ import org.apache.kafka.streams.kstream.WindowedSerdes;
 
 /**
  * The {@code cogroup} shape, built from its parameters exactly as
- * jobs/differential/cogroup_shapes.py builds it with deltastreams' DSL: two or three inputs
+ * devtools/differential/cogroup_shapes.py builds it with deltastreams' DSL: two or three inputs
  * ({@code "in"}, {@code "in2"}, {@code "in3"}), each with its own pre-chain (possibly re-keying,
  * so a repartition topic of its own) and grouping, cogrouped with an aggregator of its own;
  * optionally windowed (tumbling, hopping, sliding, session); the aggregate optionally named

@@ -13,7 +13,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * The foreign-key join shape (inner or left), built from its parameters exactly as
- * jobs/differential/foreign_key_shapes.py builds it with deltastreams' DSL: table("tin") join
+ * devtools/differential/foreign_key_shapes.py builds it with deltastreams' DSL: table("tin") join
  * table("tin2") by the foreign key {@link #foreignKey} of the left value, optionally named
  * ({@code TableJoined.as}) and materialized ({@code Materialized.as}), then filters and value
  * mappers of the joined values, toStream, to("out").

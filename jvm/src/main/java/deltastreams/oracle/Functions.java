@@ -24,7 +24,7 @@ import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * The user functions of the scenario catalogue. Each is a family with parameters, and
- * jobs/differential/functions.py defines the same families in Python: the two must agree
+ * devtools/differential/functions.py defines the same families in Python: the two must agree
  * exactly, so each is spelled out here as it is there. Values are decimal strings of small
  * integers (or null; sums and differences may go negative: {@code mod} is Python's, {@link
  * Math#floorMod}); keys are short strings (or null).

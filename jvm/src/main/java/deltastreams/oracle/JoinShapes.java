@@ -15,7 +15,7 @@ import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.StreamJoined;
 
 /**
- * The join shapes, each built from its parameters exactly as jobs/differential/join_shapes.py
+ * The join shapes, each built from its parameters exactly as devtools/differential/join_shapes.py
  * builds it with deltastreams' DSL: stream-table, stream-stream (join windows), table-table and
  * stream-global table joins, inner, left and outer. A re-keyed side gets letter keys again
  * ({@link Functions#letterKey}), so re-keyed records still find partners.

@@ -129,7 +129,7 @@ public final class Oracle {
    * Pipes the inputs in order. {@code forgetFlushed}: after each input (the driver commits after
    * each, so every cache entry is flushed by then), the record cache drops its entries, as a
    * cache that keeps nothing once flushed would; only the Kafka-equivalent scenarios of
-   * jobs/differential/known.py ask for it (Kafka's cache keeps flushed entries, which its stores
+   * devtools/differential/known.py ask for it (Kafka's cache keeps flushed entries, which its stores
    * then still return past their retention; deltastreams has no such cache).
    */
   private static void pipe(TopologyTestDriver driver, JsonNode inputs, boolean forgetFlushed) throws ReflectiveOperationException {

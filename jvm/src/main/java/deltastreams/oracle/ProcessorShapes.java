@@ -18,7 +18,7 @@ import org.apache.kafka.streams.state.Stores;
 
 /**
  * Shapes of record routing and user code, built from their parameters exactly as
- * jobs/differential/processor_shapes.py builds them with deltastreams' DSL: {@code merge_split}
+ * devtools/differential/processor_shapes.py builds them with deltastreams' DSL: {@code merge_split}
  * (two streams merged, then split into branches, each to its own output topic) and
  * {@code processor} (the Processor API: a user processor with a key-value store and a
  * stream-time punctuation).

@@ -27,7 +27,7 @@ import org.apache.kafka.streams.kstream.WindowedSerdes;
 
 /**
  * The catalogue of topology shapes, each built from its parameters exactly as
- * jobs/differential/shapes.py builds it with deltastreams' DSL. A parameter {@code name}, where
+ * devtools/differential/shapes.py builds it with deltastreams' DSL. A parameter {@code name}, where
  * present, names the operator as deltastreams' {@code name=} does: {@code Named.as} for
  * processors, {@code Materialized.as} for aggregation stores, {@code Grouped.as} for groupings,
  * {@code Produced.as} for sinks, {@code Consumed.as} for sources.
@@ -143,7 +143,7 @@ final class Shapes {
     String kind = aggregation.get("kind").asText();
     String store = name(aggregation);
     boolean emitFinal = p.path("emit").asText("update").equals("final");
-    // Only the Kafka-equivalent scenarios of jobs/differential/known.py set it (deltastreams has no
+    // Only the Kafka-equivalent scenarios of devtools/differential/known.py set it (deltastreams has no
     // store retention to set): a window store keeping windows that long.
     Materialized materialized = materialized(store, windows.path("kafka_retention_ms"));
     KTable table = switch (type) {

@@ -12,7 +12,7 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 
 /**
- * The {@code table} shape, built from its parameters exactly as jobs/differential/table_shapes.py
+ * The {@code table} shape, built from its parameters exactly as devtools/differential/table_shapes.py
  * builds it with deltastreams' DSL: a KTable from {@code builder.table} or {@code toTable}, a
  * chain of filters and value mappers, optionally re-grouped and aggregated with a subtractor,
  * optionally suppressed, then its changes out.

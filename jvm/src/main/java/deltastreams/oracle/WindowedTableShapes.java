@@ -15,7 +15,7 @@ import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
 
 /**
- * The {@code windowed_table} shape, built exactly as jobs/differential/windowed_table_shapes.py
+ * The {@code windowed_table} shape, built exactly as devtools/differential/windowed_table_shapes.py
  * builds it: two windowed reductions (the first filtered now and then), joined table-table on
  * their Windowed keys, or the first re-grouped by its record key into a reduce with a subtractor.
  */

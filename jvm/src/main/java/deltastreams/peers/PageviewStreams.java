@@ -42,7 +42,7 @@ import org.apache.kafka.streams.kstream.WindowedSerdes;
 
 /**
  * The pageview job as a Kafka Streams user writes it, for the peers benchmark
- * (jobs/bench_peers.py): Kafka -> Kafka, JSON values as {@code python -m deltastreams.jobs.pageview generate
+ * (devtools/bench/peers/run.py): Kafka -> Kafka, JSON values as {@code python -m deltastreams.jobs.pageview generate
  * --kafka} writes them, filter duration_s >= 30, re-key by category, tumbling windows with grace,
  * count (RocksDB store and record cache: Kafka's defaults), windowed counts to the output topic
  * (key: Kafka's TimeWindowedSerializer of the category, value: a long). The re-keyed stream is

@@ -1,0 +1,5 @@
+import sys
+
+from deltastreams.devtools.bench.suite import main
+
+sys.exit(main())

@@ -1,0 +1,366 @@
+"""Soak test of the pageview job: a steady input for N minutes, then whether the job ran flat.
+
+    python -m deltastreams.devtools.harness.soak --minutes 10                          # 5,000 events/s, commits every 100 ms
+    python -m deltastreams.devtools.harness.soak --minutes 3 --rate 2000 --root /tmp/soak --set caching=false
+
+On a fresh root, starts ``python -m deltastreams.jobs.pageview generate --rate`` and then ``python -m
+deltastreams.jobs.pageview run --metrics-file`` as separate processes, the way a user would. Once the job has
+committed its first micro-batch, the soak runs for ``--minutes`` and samples every minute (runs
+under 10 minutes: ten samples) and at the end: batch wall times of the interval (median, p95,
+from the metrics file), files and bytes under ``topics/`` per kind of topic, transaction-log
+versions, files under the Spark checkpoints and the local state, resident memory of the driver,
+its JVM and every other process of the job (Spark's Python daemon and workers, task hosts: see
+:mod:`deltastreams.devtools.servers.process_tree`), the generator's progress and the job's lag behind it. It prints a row
+per sample, stops the generator and the job with SIGTERM (the job stops between micro-batches;
+the soak checks that it exited 0 and left no process behind), prints the verdict
+(:mod:`deltastreams.devtools.harness.soak_verdict`) and writes everything to ``<root>/soak-report.json``; the logs of
+both processes and the job's metrics file stay under the root.
+
+Exit code: 0 when every check passed, 1 when one failed or could not be decided, 2 when the soak
+could not run (the job did not start, or a process died).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from deltastreams.conf import StreamsConfig
+from deltastreams.conf.errors import DeltaStreamsError
+from deltastreams.devtools.harness import soak_verdict as verdict
+from deltastreams.jobs.pageview import APPLICATION_ID, INPUT_TOPIC, build_topology
+from deltastreams.devtools.servers.process_tree import ProcessInfo, all_processes, job_processes, still_running, terminate
+from deltastreams.devtools.harness.soak_probe import BatchLog, memory, storage
+
+STARTUP_TIMEOUT_S = 300.0
+GENERATOR_STOP_S = 30.0
+JOB_STOP_S = 120.0
+LEFTOVER_WAIT_S = 15.0
+
+
+@dataclass(frozen=True)
+class SoakSettings:
+    minutes: float
+    rate: int
+    commit_interval_ms: int
+    root: Path
+    sets: tuple[str, ...] = ()
+    sample_s: float | None = None
+    startup_timeout_s: float = STARTUP_TIMEOUT_S
+
+    @property
+    def seconds(self) -> float:
+        return self.minutes * 60
+
+    @property
+    def sample_every_s(self) -> float:
+        if self.sample_s is not None:
+            return self.sample_s
+        return 60.0 if self.seconds >= 600 else max(5.0, self.seconds / 10)
+
+    def config(self) -> StreamsConfig:
+        settings = {"application_id": APPLICATION_ID, "root": str(self.root)}
+        for item in self.sets:
+            key, _, value = item.partition("=")
+            settings[key] = value
+        return StreamsConfig.load(settings)
+
+
+@dataclass
+class Stopped:
+    exit_code: int | None
+    seconds: float
+    killed: bool = False
+
+
+class SoakError(DeltaStreamsError):
+    """The soak could not run: a process did not start or died. The message names it and ends
+    with the tail of its log."""
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"
+
+
+class Soak:
+    """The two processes, the probes and the samples of one soak run."""
+
+    def __init__(self, settings: SoakSettings) -> None:
+        self.settings = settings
+        self.samples: list[dict] = []
+        root = settings.root
+        self.metrics_path = root / "soak-metrics.jsonl"
+        self.status_path = root / "soak-generator.json"
+        self.job_log, self.generator_log = root / "soak-job.log", root / "soak-generator.log"
+        self.job_details = root / "soak-job-details.log"
+        """The job's log file: its DEBUG lines and Spark's own log (the terminal output, in job_log, has neither)."""
+        self.batch_log = BatchLog(self.metrics_path)
+        self.state_dir = settings.config().local_state_dir
+        self.input_subtopologies = {sub.id for sub in build_topology().subtopologies if INPUT_TOPIC in sub.source_topics}
+        self.generator: subprocess.Popen | None = None
+        self.job: subprocess.Popen | None = None
+        self.first_batch_time = 0.0
+
+    # -- processes ---------------------------------------------------------------------------
+
+    def _launch(self, args: list[str], log_path: Path) -> subprocess.Popen:
+        with log_path.open("ab") as log_file:
+            # A session of its own: a Ctrl-C on the soak's terminal reaches the soak only, which
+            # then stops both processes the way it does at the end.
+            return subprocess.Popen([sys.executable, "-m", "deltastreams.jobs.pageview", *args], stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def start(self) -> None:
+        s = self.settings
+        self.generator = self._launch(["generate", "--root", str(s.root), "--rate", str(s.rate), "--status-file", str(self.status_path)], self.generator_log)
+        self._wait_for(lambda: self.status_path.exists(), "the generator's first append", self.generator, self.generator_log, 120)
+        run = ["run", "--root", str(s.root), "--commit-interval-ms", str(s.commit_interval_ms), "--metrics-file", str(self.metrics_path), "--log-file", str(self.job_details)]
+        for item in s.sets:
+            run += ["--set", item]
+        self.job = self._launch(run, self.job_log)
+        self._wait_for(lambda: bool(self.batch_log.read_new() or self.batch_log.batches), "the job's first micro-batch", self.job, self.job_log, s.startup_timeout_s)
+        self.first_batch_time = self.batch_log.batches[0].time
+
+    def _wait_for(self, ready, what: str, process: subprocess.Popen, log_path: Path, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not ready():
+            if process.poll() is not None:
+                raise SoakError(f"waiting for {what}: the process exited with code {process.returncode}; its log ({log_path}) ends:\n{_tail(log_path)}")
+            if time.monotonic() > deadline:
+                raise SoakError(f"no sign of {what} after {timeout_s:.0f} s; its log ({log_path}) ends:\n{_tail(log_path)}")
+            time.sleep(0.5)
+
+    def check_alive(self) -> None:
+        for name, process, log_path in (("job", self.job, self.job_log), ("generator", self.generator, self.generator_log)):
+            if process is not None and process.poll() is not None:
+                raise SoakError(f"the {name} exited with code {process.returncode} during the soak; its log ({log_path}) ends:\n{_tail(log_path)}")
+
+    def stop(self) -> dict:
+        """SIGTERM to the generator, then to the job's driver; SIGKILL only after a timeout.
+        Then every process the job had must be gone."""
+        generator = _terminate(self.generator, GENERATOR_STOP_S) if self.generator is not None else None
+        before = job_processes(self.job.pid) if self.job is not None and self.job.poll() is None else []
+        job = _terminate(self.job, JOB_STOP_S) if self.job is not None else None
+        deadline = time.monotonic() + LEFTOVER_WAIT_S
+        leftover = still_running(before[1:])
+        while leftover and time.monotonic() < deadline:
+            time.sleep(0.5)
+            leftover = still_running(leftover)
+        for info in leftover:  # ours to clean up: a shared machine keeps no stray workers
+            _kill(info)
+        log_text = self.job_log.read_text(errors="replace") if self.job_log.exists() else ""
+        details = self.job_details.read_text(errors="replace") if self.job_details.exists() else ""
+        return {
+            "generator": vars(generator) if generator else None,
+            "job": vars(job) if job else None,
+            "job_processes_before_stop": len(before),
+            "leftover_processes": [{"pid": p.pid, "command": p.command[:200]} for p in leftover],
+            "job_said_stopped": "stopped on SIGTERM" in log_text,
+            "job_log_errors": sum(1 for line in details.splitlines() if " ERROR " in line),
+        }
+
+    # -- sampling ----------------------------------------------------------------------------
+
+    def sample(self, t: float, previous_t: float) -> dict:
+        self.batch_log.read_new()
+        consumed = sum(b.records_in for b in self.batch_log.batches if b.subtopology in self.input_subtopologies)
+        start, end = self.first_batch_time + previous_t, self.first_batch_time + t
+        interval = [b for b in self.batch_log.batches if start < b.time <= end]
+        status = _read_json(self.status_path)
+        generated = status.get("events")
+        row = {
+            "t": round(t, 1),
+            "time": time.time(),
+            **_batch_stats(interval),
+            "by_subtopology": {str(sid): _batch_stats([b for b in interval if b.subtopology == sid]) for sid in sorted({b.subtopology for b in interval})},
+            "consumed": consumed,
+            "consumed_per_s": None,
+            "generated": generated,
+            "generator_behind": status.get("behind_events"),
+            "lag": None if generated is None else generated - consumed,
+            **storage(self.settings.root, self.state_dir, APPLICATION_ID, (INPUT_TOPIC,)),
+            "rss_mb": memory(self.job.pid, all_processes()),
+        }
+        if self.samples:
+            row["consumed_per_s"] = round((consumed - self.samples[-1]["consumed"]) / max(t - previous_t, 1e-9), 1)
+        self.samples.append(row)
+        return row
+
+    def run_samples(self) -> bool:
+        """Sample until the end; returns False if interrupted (Ctrl-C), after a last sample."""
+        every, total = self.settings.sample_every_s, self.settings.seconds
+        previous, k = 0.0, 1
+        print(HEADER, flush=True)
+        try:
+            while previous < total:
+                t = min(k * every, total)
+                while time.time() < self.first_batch_time + t:
+                    self.check_alive()
+                    time.sleep(min(1.0, self.first_batch_time + t - time.time()))
+                print(_row(self.sample(t, previous)), flush=True)
+                previous, k = t, k + 1
+        except KeyboardInterrupt:
+            t = time.time() - self.first_batch_time
+            print(_row(self.sample(t, previous)), flush=True)
+            return False
+        return True
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def _batch_stats(batches: list) -> dict:
+    if not batches:
+        return {"batches": 0, "batch_ms_p50": None, "batch_ms_p95": None}
+    ms = np.array([b.total_ms for b in batches])
+    return {"batches": len(batches), "batch_ms_p50": round(float(np.median(ms)), 1), "batch_ms_p95": round(float(np.percentile(ms, 95)), 1)}
+
+
+def _terminate(process: subprocess.Popen, timeout_s: float) -> Stopped:
+    started = time.monotonic()
+    killed = terminate(process, timeout_s)
+    return Stopped(process.returncode, round(time.monotonic() - started, 1), killed)
+
+
+def _kill(info: ProcessInfo) -> None:
+    if still_running([info]):  # the same process, not a new one with its pid
+        try:
+            os.kill(info.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+HEADER = (
+    f"{'t s':>6} {'batches':>7} {'p50 ms':>7} {'p95 ms':>7} {'in/s':>7} {'lag':>8} | {'topics files':>12} {'MB':>7} "
+    f"{'input':>7} {'repart':>7} {'chlog':>7} {'sink':>7} | {'txlog v':>7} {'ckpt':>6} {'state':>6} | RSS MB {'drv':>5} {'jvm':>5} {'py (n)':>11} {'total':>6}"
+)
+
+
+def _fmt(value, spec: str = ",.0f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _row(s: dict) -> str:
+    topics, rss = s["topics"], s["rss_mb"]
+    return (
+        f"{s['t']:>6.0f} {s['batches']:>7} {_fmt(s['batch_ms_p50']):>7} {_fmt(s['batch_ms_p95']):>7} {_fmt(s['consumed_per_s']):>7} {_fmt(s['lag']):>8} | "
+        f"{s['topics_files']:>12,} {s['topics_bytes'] / 2**20:>7,.1f} "
+        f"{topics['input']['files']:>7,} {topics['repartition']['files']:>7,} {topics['changelog']['files']:>7,} {topics['sink']['files']:>7,} | "
+        f"{s['transaction_versions']:>7,} {s['checkpoint_files']:>6,} {s['state_files']:>6,} | "
+        f"{'':6} {rss['driver']:>5,.0f} {rss['jvm']:>5,.0f} {rss['python']:>6,.0f} ({rss['python_processes']:>2}) {rss['total']:>6,.0f}"
+    )
+
+
+def judge(soak: Soak, stop: dict) -> tuple[list[verdict.Check], dict, verdict.Windows]:
+    duration = soak.samples[-1]["t"] if soak.samples else 0.0
+    windows = verdict.Windows.for_duration(duration)
+    batches = [(b.time - soak.first_batch_time, b.total_ms) for b in soak.batch_log.batches]
+    topics, slopes = verdict.topics_check(soak.samples, windows)
+    final = _read_json(soak.status_path)
+    lag = soak.samples[-1]["lag"] if soak.samples else None
+    job = stop["job"] or {}
+    stopped = verdict.Check(
+        "job stopped cleanly",
+        job.get("exit_code") == 0 and not job.get("killed") and stop["job_said_stopped"] and not stop["leftover_processes"],
+        f"exit code {job.get('exit_code')} after {job.get('seconds')} s{' (killed)' if job.get('killed') else ''}, "
+        f"{'said' if stop['job_said_stopped'] else 'did not say'} 'stopped on SIGTERM', {len(stop['leftover_processes'])} processes left behind",
+    )
+    checks = [
+        verdict.batch_time_check(batches, windows),
+        topics,
+        verdict.memory_check(soak.samples, windows),
+        verdict.generator_check(final.get("achieved_rate"), soak.settings.rate),
+        verdict.lag_check(lag, soak.settings.rate),
+        stopped,
+    ]
+    return checks, slopes, windows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.devtools.harness.soak", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, required=True, help="how long to run after the job's first micro-batch (fractions allowed)")
+    parser.add_argument("--rate", type=int, default=5000, help="input events per second")
+    parser.add_argument("--commit-interval-ms", type=int, default=100)
+    parser.add_argument("--root", help="a new or empty directory (default: a new one under the temp directory)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for the job (conf/defaults.toml)")
+    parser.add_argument("--sample-s", type=float, help="seconds between samples (default 60; runs under 10 minutes: a tenth of the run)")
+    parser.add_argument("--startup-timeout-s", type=float, default=STARTUP_TIMEOUT_S, help="how long to wait for the job's first micro-batch")
+    args = parser.parse_args(argv)
+    if args.minutes <= 0 or args.rate <= 0 or (args.sample_s is not None and args.sample_s <= 0):
+        parser.error("--minutes, --rate and --sample-s must be positive")
+    root = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="deltastreams-soak-"))
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        parser.error(f"--root {root} is not an empty directory: the soak measures growth from nothing, give it a new one")
+    settings = SoakSettings(args.minutes, args.rate, args.commit_interval_ms, root.absolute(), tuple(args.set), args.sample_s, args.startup_timeout_s)
+    try:
+        settings.config()
+    except DeltaStreamsError as e:
+        parser.error(str(e))
+    root.mkdir(parents=True, exist_ok=True)
+    return run_soak(settings)
+
+
+def run_soak(settings: SoakSettings) -> int:
+    # SIGTERM ends the soak the way Ctrl-C does: both processes run in sessions of their own and
+    # would otherwise outlive it.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    soak = Soak(settings)
+    print(f"soak: {settings.minutes:g} min at {settings.rate:,} events/s, commit interval {settings.commit_interval_ms} ms, root {settings.root}", flush=True)
+    error, completed = None, False
+    try:
+        soak.start()
+        print(f"soak: first micro-batch committed; sampling every {settings.sample_every_s:g} s", flush=True)
+        completed = soak.run_samples()
+    except SoakError as e:
+        error = str(e)
+    except KeyboardInterrupt:
+        error = "interrupted before the first micro-batch"
+    stop = soak.stop()
+    checks, slopes, windows = judge(soak, stop) if soak.samples else ([], {}, None)
+    result = "ERROR" if error else verdict.overall(checks)
+    report = {
+        "settings": {"minutes": settings.minutes, "rate": settings.rate, "commit_interval_ms": settings.commit_interval_ms, "root": str(settings.root), "set": list(settings.sets), "sample_s": settings.sample_every_s},
+        "first_batch_time": soak.first_batch_time,
+        "completed": completed,
+        "error": error,
+        "windows": None if windows is None else {"baseline_s": windows.baseline, "last_s": windows.last},
+        "samples": soak.samples,
+        "batches": len(soak.batch_log.batches),
+        "generator": _read_json(soak.status_path),
+        "stop": stop,
+        "slopes": slopes,
+        "checks": [c.to_json() for c in checks],
+        "verdict": result,
+    }
+    (settings.root / "soak-report.json").write_text(json.dumps(report, indent=1))
+    if error:
+        print(f"soak: {error}", file=sys.stderr)
+    if windows is not None:
+        print(f"\nverdict: {result} (baseline {windows.baseline[0]:.0f}-{windows.baseline[1]:.0f} s, last window {windows.last[0]:.0f}-{windows.last[1]:.0f} s after the first batch)")
+    for check in checks:
+        mark = {True: "pass", False: "FAIL", None: "n/a "}[check.passed]
+        print(f"  {mark}  {check.name}: {check.detail}")
+    print(f"report: {settings.root / 'soak-report.json'}")
+    if error:
+        return 2
+    return 0 if result == "PASS" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

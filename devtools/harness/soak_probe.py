@@ -1,0 +1,143 @@
+"""What the soak test measures of a running pageview job, each a read-only look from outside.
+
+- :class:`BatchLog` follows the job's metrics file (``run --metrics-file``, one JSON line per
+  committed micro-batch) and keeps, per batch, its end time, sub-topology, wall time and input.
+- :func:`storage` counts files and bytes under ``topics/`` per kind of topic, the transaction
+  logs' versions, and the files under the Spark checkpoints and the local state.
+- :func:`memory` sums the resident memory of the job's processes by role.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from deltastreams.devtools.servers.process_tree import ProcessInfo, job_processes
+
+TOPIC_KINDS = ("input", "repartition", "changelog", "sink")
+_VERSION_FILE = re.compile(r"^(\d{20})\.json$")
+
+
+@dataclass(frozen=True)
+class Batch:
+    time: float
+    """Epoch seconds at the end of the batch."""
+    subtopology: int
+    total_ms: float
+    records_in: int
+
+
+class BatchLog:
+    """The batches of a metrics file, read incrementally: each :meth:`read_new` returns the lines
+    completed since the last call."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.batches: list[Batch] = []
+        self._offset = 0
+
+    def read_new(self) -> list[Batch]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return []
+        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line being written stays for the next call
+        self._offset += len(complete)
+        new = []
+        for line in complete.splitlines():
+            row = json.loads(line)
+            new.append(Batch(row["time"], row["subtopology"], row["total_ms"], row["records_in"]))
+        self.batches += new
+        return new
+
+
+def _tree_size(path: Path) -> tuple[int, int]:
+    """Files and bytes under ``path`` (0, 0 if it does not exist)."""
+    files = size = 0
+    for directory, _, names in os.walk(path):
+        for name in names:
+            try:
+                size += os.stat(os.path.join(directory, name)).st_size
+            except FileNotFoundError:  # removed meanwhile by the job
+                continue
+            files += 1
+    return files, size
+
+
+def topic_kind(name: str, input_topics: tuple[str, ...]) -> str:
+    if name in input_topics:
+        return "input"
+    if name.endswith("-repartition"):
+        return "repartition"
+    if name.endswith("-changelog"):
+        return "changelog"
+    return "sink"  # output topics, the dead-letter topic, a late-records topic
+
+
+def storage(root: str | Path, state_dir: str | Path, application_id: str, input_topics: tuple[str, ...]) -> dict:
+    """Files and bytes per topic kind (``delta_log_files`` counts commit JSONs and checkpoints
+    among them), transaction-log versions, files under the checkpoints and the local state."""
+    root, state_dir = Path(root), Path(state_dir)
+    topics = {kind: {"files": 0, "bytes": 0, "delta_log_files": 0, "tables": 0} for kind in TOPIC_KINDS}
+    if (root / "topics").is_dir():
+        for table in sorted((root / "topics").iterdir()):
+            kind = topics[topic_kind(table.name, input_topics)]
+            files, size = _tree_size(table)
+            kind["files"] += files
+            kind["bytes"] += size
+            kind["delta_log_files"] += _tree_size(table / "_delta_log")[0]
+            kind["tables"] += 1
+    logs = sorted((root / "transactions").glob("**/_delta_log"))
+    versions = [max((int(m.group(1)) for m in map(_VERSION_FILE.match, os.listdir(log)) if m), default=-1) for log in logs]
+    # Spark's checkpoints live under the root, or (one query per application) in the local state
+    # directory: counted as checkpoints either way, not as state.
+    local_checkpoints = _tree_size(state_dir / application_id / "checkpoints")
+    checkpoint_files = _tree_size(root / "checkpoints")[0] + local_checkpoints[0]
+    state_files, state_bytes = _tree_size(state_dir)
+    state_files, state_bytes = state_files - local_checkpoints[0], state_bytes - local_checkpoints[1]
+    return {
+        "topics": topics,
+        "topics_files": sum(k["files"] for k in topics.values()),
+        "topics_bytes": sum(k["bytes"] for k in topics.values()),
+        "transaction_logs": len(logs),
+        "transaction_versions": sum(v + 1 for v in versions),
+        "transaction_log_files": sum(_tree_size(log)[0] for log in logs),
+        "checkpoint_files": checkpoint_files,
+        "state_files": state_files,
+        "state_bytes": state_bytes,
+    }
+
+
+def process_role(info: ProcessInfo, driver_pid: int, processes: dict[int, ProcessInfo]) -> str:
+    if info.pid == driver_pid:
+        return "driver"
+    program = os.path.basename(info.command.split(" ", 1)[0]) if info.command else ""
+    if program == "java":
+        return "jvm"
+    if "deltastreams.streams._internal.runtime.task_host" in info.command:
+        return "task-host"
+    if "pyspark.daemon" in info.command:
+        parent = processes.get(info.ppid)
+        return "python-daemon" if parent is not None and "java" in parent.command.split(" ", 1)[0] else "python-worker"
+    return "other"
+
+
+def memory(driver_pid: int, processes: dict[int, ProcessInfo]) -> dict:
+    """Resident memory (MB) of the driver, its JVM and the rest of the job's processes (Spark's
+    Python daemon and workers, task hosts, ...), with every process listed."""
+    members = job_processes(driver_pid, processes)
+    listed = [{"pid": p.pid, "role": process_role(p, driver_pid, processes), "rss_mb": round(p.rss_mb, 1)} for p in members]
+    by_role = {"driver": 0.0, "jvm": 0.0, "python": 0.0}
+    for entry in listed:
+        by_role[entry["role"] if entry["role"] in ("driver", "jvm") else "python"] += entry["rss_mb"]
+    return {
+        **{role: round(mb, 1) for role, mb in by_role.items()},
+        "total": round(sum(by_role.values()), 1),
+        "python_processes": sum(1 for e in listed if e["role"] not in ("driver", "jvm")),
+        "processes": listed,
+    }
