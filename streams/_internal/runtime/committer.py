@@ -94,11 +94,16 @@ class ExactlyOnce:
 
 def append_after(registry: TopicRegistry, topic: str, files) -> int:
     """An untagged append right after the version this application last wrote (one conditional
-    write); if the topic changed since, through the loading path, which names the other writer."""
+    write); if the topic changed since, through the loading path, which names the other writer.
+    The registry learns the new version before the checkpoint loads the table: the table is then
+    one version ahead of what the registry knew, which it would take for another writer's."""
     version = append_at(registry.uri(topic), registry.version(topic), files)
     if version is None:
         table = registry.delta_table(topic)
-        return commit_files(table, files, schema=registry.layout(topic).table_schema(), exclusive=True)
+        version = commit_files(table, files, schema=registry.layout(topic).table_schema(), exclusive=True)
+        registry.committed(topic, version, files)
+        return version
+    registry.committed(topic, version, files)
     checkpoint_if_due(version, registry.checkpoint_interval(topic), lambda: registry.delta_table(topic))
     return version
 
@@ -121,8 +126,7 @@ class AtLeastOnce:
             for count, (topic, publication) in enumerate(batch.tables.items()):
                 if not publication.files:
                     continue
-                version = append_after(self.registry, topic, publication.files)
-                self.registry.committed(topic, version, publication.files)
+                append_after(self.registry, topic, publication.files)
                 if count == 0:
                     crash_point("during_publication")
         with phases.time("decide"):
