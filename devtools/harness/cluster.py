@@ -19,6 +19,7 @@ as in ``deltastreams.devtools.harness.crash --s3``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -121,6 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--standbys", type=int, default=0, help="num_standby_replicas of the job")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--verbose", action="store_true", help="count host kills per host")
+    parser.add_argument(
+        "--cluster", metavar="DIR",
+        help="run on the cluster brought up with `python -m deltastreams.devtools.servers.netns_cluster up --dir DIR` (left running) "
+        "instead of bringing up one of its own",
+    )
     args = parser.parse_args(argv)
     local = Path(args.root).absolute()
     if (local / "topics").exists():
@@ -128,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     local.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with MultiHostCluster(local / "cluster", workers=3) as cluster, open(local / "harness.log", "a") as log:
+    running = contextlib.nullcontext(MultiHostCluster.load(args.cluster)) if args.cluster else MultiHostCluster(local / "cluster", workers=3)
+    with running as cluster, open(local / "harness.log", "a") as log:
         root = cluster.uri("harness")
         os.environ.update(cluster.storage_options)  # this process (appends, archive) reaches the store
         append_events(root, args.events, seed=args.seed, appends=4)

@@ -52,6 +52,8 @@ def _read(pid: int) -> ProcessInfo | None:
             command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
     except (OSError, IndexError):
         return None  # gone meanwhile
+    if fields[0] == "Z":
+        return None  # exited; only its exit status is left, for a parent (or init) to collect
     # fields[0] is field 3 of proc(5): state, ppid, pgrp, ... starttime (22), vsize, rss (24)
     return ProcessInfo(pid, int(fields[1]), int(fields[2]), int(fields[19]), int(fields[21]) * _PAGE, command)
 

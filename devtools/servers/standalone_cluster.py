@@ -132,8 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", help="logs and work directories (default: a new temporary directory)")
     args = parser.parse_args(argv)
     directory = Path(args.dir or tempfile.mkdtemp(prefix="deltastreams-cluster-"))
+    # SIGTERM stops it as Ctrl-C does: its master and workers are JVMs of their own, which a
+    # Python process killed by the default SIGTERM action would leave running.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with StandaloneCluster(directory, args.workers, args.worker_memory) as cluster:
-        print(f"master {cluster.master_url}; logs and work directories in {directory}; Ctrl-C stops it", flush=True)
+        print(f"master {cluster.master_url}; logs and work directories in {directory}; Ctrl-C or SIGTERM stops it", flush=True)
         try:
             signal.pause()
         except KeyboardInterrupt:
