@@ -130,3 +130,14 @@ def test_bench_s3_prints_local_against_object_store_for_both_workloads(tmp_path)
     runs = re.findall(rf"^\s+(throughput|small batches), (local|s3): process {NUMBER} s, processing {NUMBER} s \(({NUMBER}) events/s\), (\d+) batches", out, re.M)
     assert {(w, r) for w, r, _, _ in runs} == {("throughput", "local"), ("throughput", "s3"), ("small batches", "local"), ("small batches", "s3")}, out
     assert all(number(rate) > 0 and int(batches) > 0 for _, _, rate, batches in runs), out
+
+
+@pytest.mark.spark
+def test_bench_catalyst_reader_prints_both_readers_and_they_read_the_same_records(spark, capsys, tmp_path):
+    from deltastreams.devtools.bench import catalyst_reader
+
+    assert catalyst_reader.main(["--root", str(tmp_path / "root"), "--events", "3000", "--reps", "1"]) == 0
+    out = capsys.readouterr().out
+    counts = dict(re.findall(rf"^(python-source|delta-spark): ({NUMBER}) records after the filter", out, re.M))
+    assert set(counts) == {"python-source", "delta-spark"} and counts["python-source"] == counts["delta-spark"] != "0", out
+    assert len(re.findall(rf"^(?:python-source|delta-spark): best {NUMBER} s, median {NUMBER} s over 1 runs$", out, re.M)) == 2, out

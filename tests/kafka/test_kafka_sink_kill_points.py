@@ -22,9 +22,8 @@ from dataclasses import dataclass
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from deltastreams.devtools.servers.kafka_broker import BrokerUnavailable, KafkaBroker
 from deltastreams.devtools.harness.kafka_sink_check import MirrorCheck, check_mirror
-from deltastreams.jobs.pageview import OUTPUT_TOPIC
+from deltastreams.jobs.pageview import OUTPUT_TOPIC, generate
 from deltastreams.streams.runtime import KAFKA_SINK_CRASH_POINTS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -71,29 +70,23 @@ def open_transaction_records(kafka: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def chain(tmp_path_factory):
-    try:
-        broker = KafkaBroker.start()
-    except BrokerUnavailable as e:
-        pytest.skip(f"no Kafka broker here: {e}")
+def chain(broker, tmp_path_factory):
+    broker.delete_topic(OUTPUT_TOPIC)  # the session's broker; the output topic's name is fixed
     root, kafka = str(tmp_path_factory.mktemp("kill-points")), broker.bootstrap_servers
     run = ["run", "--root", root, "--output-kafka", kafka, "--until-caught-up", "--commit-interval-ms", "100", "--max-records-per-batch", "1000"]
     kills: dict[str, Kill] = {}
     previous = None
-    try:
-        for point in KAFKA_SINK_CRASH_POINTS:
-            # Three new batches a run: the second publish of the run is always one of them.
-            assert cli("generate", "--root", root, "--events", "3000", "--batches", "3").returncode == 0
-            crashed = cli(*run, crash_at=f"{point}@2")
-            kills[point] = Kill(point, crashed, open_transaction_records(kafka) if crashed.returncode == -9 else -1)
-            if previous is not None:
-                previous.next_run = crashed
-            previous = kills[point]
-        final = cli(*run)
-        previous.next_run = final
-        mirror = check_mirror(root, OUTPUT_TOPIC, kafka, key_column="category", value_column="count")
-    finally:
-        broker.stop()
+    for point in KAFKA_SINK_CRASH_POINTS:
+        # Three new batches a run: the second publish of the run is always one of them.
+        generate(root, 3000, batches=3)
+        crashed = cli(*run, crash_at=f"{point}@2")
+        kills[point] = Kill(point, crashed, open_transaction_records(kafka) if crashed.returncode == -9 else -1)
+        if previous is not None:
+            previous.next_run = crashed
+        previous = kills[point]
+    final = cli(*run)
+    previous.next_run = final
+    mirror = check_mirror(root, OUTPUT_TOPIC, kafka, key_column="category", value_column="count")
     return Chain(kills, final, mirror)
 
 

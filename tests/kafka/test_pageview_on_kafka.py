@@ -20,8 +20,16 @@ def cli(*args):
     return subprocess.run([sys.executable, "-m", "deltastreams.jobs.pageview", *args], capture_output=True, text=True, timeout=600)
 
 
-def test_generate_to_kafka_produces_the_events_generate_appends(fresh_broker, tmp_path):
-    broker = fresh_broker
+@pytest.fixture
+def pageview_broker(broker):
+    """The session's broker without the pageview job's topics, whose names are fixed."""
+    for topic in (pageview.INPUT_TOPIC, pageview.OUTPUT_TOPIC):
+        broker.delete_topic(topic)
+    return broker
+
+
+def test_generate_to_kafka_produces_the_events_generate_appends(pageview_broker, tmp_path):
+    broker = pageview_broker
     args = ["--events", "3000", "--seed", "7", "--source-partitions", "3"]
     assert pageview.main(["generate", "--root", str(tmp_path), *args]) == 0
     assert pageview.main(["generate", "--kafka", broker.bootstrap_servers, *args]) == 0
@@ -38,11 +46,11 @@ def test_generate_to_kafka_produces_the_events_generate_appends(fresh_broker, tm
 
 
 @pytest.mark.spark
-def test_the_pageview_job_reads_its_events_from_kafka(fresh_broker, tmp_path):
+def test_the_pageview_job_reads_its_events_from_kafka(pageview_broker, tmp_path):
     """generate --kafka, run --root R --kafka, results --root R: with a grace period longer than
     any event's delay nothing is late, so every window counts exactly its events with duration
     >= 30 s (computed here from the generator's own events with pandas)."""
-    broker = fresh_broker
+    broker = pageview_broker
     args = ["--events", "6000", "--seed", "3", "--source-partitions", "2"]
     assert pageview.main(["generate", "--kafka", broker.bootstrap_servers, *args]) == 0
     root = str(tmp_path)
