@@ -80,3 +80,15 @@ _prefixes = itertools.count()
 def s3_root(s3_server):
     """A fresh ``s3://bucket/prefix`` root per test (the server and bucket are shared)."""
     return s3_server.uri(f"t{next(_prefixes)}")
+
+
+def pytest_collection_modifyitems(config, items):
+    """With parallel workers (pytest-xdist, ``--dist loadgroup``: bin/test), the tests that share a
+    module- or package-scoped fixture (a cluster, a job run whose root they copy) run on one worker,
+    so the fixture is set up once; every other test goes wherever a worker is free."""
+    for item in items:
+        for name in item.fixturenames:
+            definitions = item._fixtureinfo.name2fixturedefs.get(name)
+            if definitions and definitions[-1].scope in ("package", "module", "class"):
+                item.add_marker(pytest.mark.xdist_group(f"{definitions[-1].baseid}::{name}"))
+                break

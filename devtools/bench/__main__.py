@@ -2,4 +2,5 @@ import sys
 
 from deltastreams.devtools.bench.suite import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,6 +10,7 @@ measures the job alone, as it would run in production.
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import time
@@ -18,7 +19,11 @@ from deltastreams.devtools.bench.suite import MemorySampler
 
 
 def main(argv: list[str] | None = None) -> int:
-    run_args = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(
+        prog="python -m deltastreams.devtools.bench.memory", usage="%(prog)s [-h] RUN_ARGUMENTS...",
+        description="Peak memory of `python -m deltastreams.jobs.pageview run RUN_ARGUMENTS...` (driver, JVM and Python workers together).",
+    )
+    _, run_args = parser.parse_known_args(argv)
     sampler = MemorySampler()
     sampler.start()
     started = time.monotonic()

@@ -145,7 +145,7 @@ def measure_restore(base: Path, keys: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m deltastreams.devtools.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="1M events, fewer runs: under 10 minutes")
     parser.add_argument("--events", type=int, default=None)
     parser.add_argument("--out", default="bench-results")

@@ -207,10 +207,13 @@ def download(filesystem, uri: str, directory: str | Path) -> None:
     pafs.copy_files(uri.split("://", 1)[1], str(directory), source_filesystem=filesystem, destination_filesystem=pafs.LocalFileSystem())
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """``python -m deltastreams.devtools.servers.s3_server``: a SeaweedFS on loopback for trying an ``s3://`` root by hand
     (the README's cluster recipe). Prints the root and the environment to use, runs until SIGTERM
     or Ctrl-C; its data goes when it stops."""
+    import argparse
+
+    argparse.ArgumentParser(prog="python -m deltastreams.devtools.servers.s3_server", description=main.__doc__.split(":", 1)[1].strip()).parse_args(argv)
     server = S3Server.start()
     print(f"root: {server.uri('pageviews')}", flush=True)
     for name, value in server.storage_options.items():
