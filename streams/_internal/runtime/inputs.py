@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from deltastreams.conf.errors import SchemaMismatchError
 from deltastreams.sinks import DataFile, RejectedFile, TopicLayout, VersionRead, latest_version, open_table, read_version
 from deltastreams.streams._internal.runtime.input_schema import AddedColumns, check_schema, columns_of
 from deltastreams.streams._internal.runtime.kafka_sources import KafkaSources
@@ -70,12 +71,20 @@ class InputLog:
         """What ``version`` of ``topic`` added, judged, without the files skipped."""
         key = (topic, version)
         if key not in self._reads:
-            read = read_version(self.uris[topic], version)
-            if read.schema is not None and topic in self.layouts:
-                added = check_schema(topic, self.layouts[topic], columns_of(read.schema), f"version {version} changed its schema:")
-                self._added_columns.note(topic, added, f"version {version} changed its schema:")
-            self._reads[key] = self._without_skipped(topic, read)
+            self._reads[key] = self._without_skipped(topic, read_version(self.uris[topic], version))
         return self._reads[key]
+
+    def _schema_problem(self, topic: str, read: VersionRead) -> Exception | None:
+        """Why the application cannot take ``read``'s version: its schema drops or retypes a
+        column the topology reads (a column it adds is only named, once)."""
+        if read.schema is None or topic not in self.layouts:
+            return None
+        where = f"version {read.version} changed its schema:"
+        try:
+            self._added_columns.note(topic, check_schema(topic, self.layouts[topic], columns_of(read.schema), where), where)
+        except SchemaMismatchError as e:
+            return e
+        return None
 
     def _without_skipped(self, topic: str, read: VersionRead) -> VersionRead:
         if not self.skips:
@@ -96,16 +105,19 @@ class InputLog:
 
     def bounded(self, topic: str, start: int, latest: int) -> InputRange:
         """The end version of the next batch after ``start`` (at most ``latest``) and what it adds.
-        Under ``stop``, a version with a rejected file ends the batch before it, or, first in
-        the batch, stops the application."""
+        A version whose schema the topology cannot read, or, under ``stop``, with a rejected file,
+        ends the batch before it, or, first in the batch, stops the application."""
         taken = InputRange(start, checked=True)
         count = 0
         withdrawn = self._withdrawn(topic, start, latest)
         while taken.end < latest:
             read = self._unwithdrawn(topic, self.read(topic, taken.end + 1), withdrawn)
-            if read.rejected and self.stop is not None:
+            problem = self._schema_problem(topic, read)
+            if problem is None and read.rejected and self.stop is not None:
+                problem = self.stop(topic, read.rejected[0])
+            if problem is not None:  # the versions before it first, then stop there
                 if taken.end == start:
-                    raise self.stop(topic, read.rejected[0])
+                    raise problem
                 break
             records = sum(max(f.num_records, 0) for f in read.files) + sum(max(r.num_records, 0) for r in read.rejected)
             if count and count + records > self.max_records:
