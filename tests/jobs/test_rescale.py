@@ -327,3 +327,24 @@ def test_bad_input_is_refused_with_a_clear_message(tmp_path):
         rescale(build_topology(emit="final"), settings, 3)  # emit-final keeps a buffer of its own
     with pytest.raises(RescaleError, match="object store"):
         rescale(topology(), StreamsConfig.load({"application_id": APPLICATION_ID, "root": "s3://bucket/x"}), 3)
+
+
+@pytest.mark.spark
+def test_rescale_right_after_a_clean_stop_goes_ahead_and_only_a_live_holder_stops_it(spark, tmp_path):
+    """Rescale, reset, skip and status judge liveness one way: the holder's heartbeat and its
+    stopped mark. A run that stopped cleanly a moment ago is stopped (no waiting for its last
+    commit to age); an instance alive is refused, naming it; --force is for one known dead."""
+    from deltastreams.streams.status import application_status
+
+    root = str(tmp_path)
+    append(root, events(1, seed=5))
+    run_to_the_end(spark, root, 2)  # a clean stop: the heartbeat is marked stopped
+    assert application_status(topology(), config(root, 2)).state == "stopped"
+    with alive_holder(root, 2), pytest.raises(RescaleError, match=r"is running: sub-topology 0 is held by instance \w+ .* --force"):
+        rescale(topology(), config(root, 2), 3)
+    assert not (Path(root) / "rescale").exists()  # refused before anything changed
+    report = rescale(topology(), config(root, 2), 3)  # right away: no commit age to wait for
+    assert report.partitions == 3 and Topic.open(root, REPARTITION).partitions == 3
+    with alive_holder(root, 3):
+        forced = rescale(topology(), config(root, 3), 2, force=True)  # known dead: fenced and rescaled
+    assert forced.partitions == 2 and Topic.open(root, REPARTITION).partitions == 2

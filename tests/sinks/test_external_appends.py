@@ -3,12 +3,15 @@ tests/interop) get dense offsets from the log, the same for every reader and for
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
 from deltastreams.conf.errors import ExternalAppendError, LogRetentionError
-from deltastreams.sinks import Topic, create_topic, files_added
+from deltastreams.sinks import Topic, create_topic, files_added, partition_for
 from deltastreams.sinks._internal import offsets
 from deltastreams.sinks._internal.delta_log import read_version
 
@@ -115,3 +118,20 @@ def test_without_the_commits_that_order_them_offsets_cannot_be_assigned(topic, t
     offsets._LOGS.clear()  # a new process
     with pytest.raises(LogRetentionError, match=r"holds records appended without offsets, and the commit files that order them"):
         Topic.open(str(tmp_path), "events").read()
+
+
+def test_the_documented_pandas_append_runs_as_written(capsys):
+    """docs/bad-input.md's pandas example, extracted and run as it is written there: offsets null
+    (write_deltalake needs every column), assigned by the log per partition."""
+    page = (Path(__file__).parents[2] / "docs" / "bad-input.md").read_text()
+    block = re.search(r"```python\n(.*?)```", page, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(block, "docs/bad-input.md", "exec"), namespace)  # noqa: S102 - the documentation's own code
+    records = namespace["records"]
+    assert records.num_rows == 3
+    by_partition: dict[int, list[int]] = {}
+    for row in records.to_pylist():
+        by_partition.setdefault(row["partition"], []).append(row["offset"])
+    assert all(offsets == list(range(len(offsets))) for offsets in by_partition.values())
+    assert {row["key"]: row["partition"] for row in records.to_pylist()} == {u: partition_for(u.encode(), 2) for u in ("u1", "u2", "u3")}
+    assert "'offset': 0" in capsys.readouterr().out

@@ -184,7 +184,8 @@ def _read_inputs(task: TaskPlan, bad: list[BadInput], records: Mapping[str, pa.T
     for source in task.inputs:
         topic = Topic(source.topic, source.uri, source.layout)
         if source.checked:
-            read = read_input(topic, [] if records is not None else source.files, source.versions or [None] * len(source.files), source.rejected)
+            files = list(source.files) if records is None else []  # Catalyst mode: the records came through Spark
+            read = read_input(topic, files, list(source.versions or [None] * len(source.files))[: len(files)], source.rejected)
             bad += read.bad
             if records is None and source.files:
                 inputs[source.topic] = read.records
