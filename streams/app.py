@@ -254,7 +254,7 @@ class StreamsApp:
         stop = None
         if self._fails_on_bad_input:
             stop = lambda topic, r: stop_error(self.config.root, self.config.application_id, topic, uris[topic], r.version, r.path, r.reason)  # noqa: E731
-        return InputLog(uris, self.config.max_records_per_batch, layouts=layouts, skips=skips, stop=stop)
+        return InputLog(uris, self.config.max_records_per_batch, layouts=layouts, skips=skips, stop=stop, added_columns=added)
 
     def _stop_on_bad_input(self, bad: BadInputReport) -> Exception:
         return stop_error(self.config.root, self.config.application_id, bad.topic, self.registry.uri(bad.topic), bad.version, bad.path, bad.reason)

@@ -55,6 +55,7 @@ class InputLog:
         layouts: Mapping[str, TopicLayout] | None = None,
         skips: Skips | None = None,
         stop: Callable[[str, RejectedFile], Exception] | None = None,
+        added_columns: AddedColumns | None = None,
     ) -> None:
         self.uris = dict(uris)
         self.max_records = max_records
@@ -64,7 +65,8 @@ class InputLog:
         self.stop = stop
         """With ``on_bad_record = "fail"``: the error that stops the application at a rejected file."""
         self._reads: dict[tuple[str, int], VersionRead] = {}
-        self._added_columns = AddedColumns()
+        self._added_columns = added_columns or AddedColumns()
+        """Columns beyond the layout already named (at start, or by an earlier version)."""
         self._skipped_said: set[tuple[str, int, str]] = set()
 
     def read(self, topic: str, version: int) -> VersionRead:
