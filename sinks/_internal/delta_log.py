@@ -19,6 +19,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake.exceptions import DeltaError
 from deltalake.transaction import AddAction
 
 from deltastreams.conf.errors import ExternalAppendError, LogRetentionError
@@ -171,9 +172,18 @@ def read_version(table_uri: str, version: int) -> VersionRead:
             uri=table_uri,
             version=version,
         )
-    ends = ends_after(table_uri, version - 1)
-    placed = offsets.assign(table_uri, version, _judged_adds(table_uri, version, actions), ends)
-    offsets.offset_log(table_uri).remember(version, ends)
+    judged = _judged_adds(table_uri, version, actions)
+    try:
+        ends = ends_after(table_uri, version - 1)
+    except LogRetentionError:
+        if any(isinstance(f, DataFile) and offsets.unassigned(f) for f in judged):
+            raise  # offsets to assign, and nothing to assign them from
+        ends = None  # the history before is gone: offsets the writer set are taken as they are
+    if ends is None:
+        placed = offsets.Placed([f for f in judged if isinstance(f, DataFile)], [f for f in judged if isinstance(f, offsets.RejectedFile)])
+    else:
+        placed = offsets.assign(table_uri, version, judged, ends)
+        offsets.offset_log(table_uri).remember(version, ends)
     metadata = next((a["metaData"] for a in actions if "metaData" in a), None)
     removed = tuple(unquote(a["remove"]["path"]) for a in actions if "remove" in a and a["remove"].get("dataChange", True))
     return VersionRead(version, placed.files, placed.rejected, metadata.get("schemaString") if metadata else None, removed)
@@ -189,7 +199,11 @@ def ends_after(table_uri: str, version: int) -> dict[int, int]:
     known = log.known(version)
     if known is not None:
         return known
-    files = snapshot_files(open_table(table_uri, version), lenient=True)
+    try:
+        table = open_table(table_uri, version)
+    except DeltaError:  # that version cannot be loaded any more (log retention): from the commits that are left, if any
+        return _ends_after(table_uri, version)
+    files = snapshot_files(table, lenient=True)
     if any(offsets.unassigned(f) for f in files):
         return _ends_after(table_uri, version)
     ends: dict[int, int] = {}

@@ -135,3 +135,18 @@ def test_the_documented_pandas_append_runs_as_written(capsys):
     assert all(offsets == list(range(len(offsets))) for offsets in by_partition.values())
     assert {row["key"]: row["partition"] for row in records.to_pylist()} == {u: partition_for(u.encode(), 2) for u in ("u1", "u2", "u3")}
     assert "'offset': 0" in capsys.readouterr().out
+
+
+def test_a_reader_behind_log_retention_reads_what_carries_offsets(topic, tmp_path):
+    """Where the log before a version is gone (retention) the ends there are unknown: files whose
+    writer set their offsets are read as they are; only records without offsets need the history."""
+    topic.append(ours(["a"], [1]))  # version 1
+    topic.append(ours(["b"], [2]))  # version 2
+    topic.delta_table().create_checkpoint()
+    topic.append(ours(["c"], [3]))  # version 3
+    for version in (0, 1):
+        (tmp_path / "topics" / "events" / "_delta_log" / f"{version:020d}.json").unlink()
+    offsets._LOGS.clear()  # a new process
+    read = read_version(topic.uri, 2)  # version 1 cannot be loaded any more
+    assert [(f.min_offset, f.max_offset) for f in read.files] == [(1, 1)] and read.rejected == []
+    assert [(f.min_offset, f.max_offset) for f in read_version(topic.uri, 3).files] == [(2, 2)]
