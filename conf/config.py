@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from deltastreams.conf._parse import boolean, enum_value, integer
+from deltastreams.conf._parse import boolean, enum_value, integer, invalid, milliseconds, ms_value, string_table, text, unknown_settings
 from deltastreams.conf.errors import ConfigError
 from deltastreams.conf.kafka import PREFIX as KAFKA_PREFIX
 from deltastreams.conf.kafka import KafkaConfig
@@ -125,34 +125,32 @@ class StreamsConfig:
     server on another machine."""
 
     def __post_init__(self) -> None:
-        if not self.application_id or not _APPLICATION_ID.match(self.application_id):
-            raise ConfigError(
-                f"application_id must be non-empty letters, digits, '.', '_' or '-', got {self.application_id!r}",
-                setting="application_id",
-            )
+        if not isinstance(self.application_id, str) or not _APPLICATION_ID.match(self.application_id):
+            raise invalid("application_id", "non-empty letters, digits, '.', '_' or '-'", self.application_id)
+        if not isinstance(self.root, str | os.PathLike):
+            raise invalid("root", "a directory or URI (a string)", self.root)
+        if self.state_dir is not None and not isinstance(self.state_dir, str | os.PathLike):
+            raise invalid("state_dir", "a directory (a string; empty: the default)", self.state_dir)
+        for name in ("master", "metrics_address"):
+            text(getattr(self, name), name)
+        if self.late_records_topic is not None:
+            text(self.late_records_topic, "late_records_topic", "a topic name (a string; empty: none)")
         if self.commit_interval <= timedelta(0):
-            raise ConfigError(
-                f"commit_interval_ms must be positive, got {self.commit_interval}", setting="commit_interval_ms"
-            )
+            raise invalid("commit_interval_ms", "a positive number of milliseconds", ms_value(self.commit_interval))
         if self.num_partitions < 0:
-            raise ConfigError(f"num_partitions must be >= 0, got {self.num_partitions}", setting="num_partitions")
+            raise invalid("num_partitions", "an integer >= 0 (0: as many as the writing sub-topology's tasks)", self.num_partitions)
         if self.single_task_records < 0:
-            raise ConfigError(f"single_task_records must be >= 0, got {self.single_task_records}", setting="single_task_records")
+            raise invalid("single_task_records", "an integer >= 0 (0: always one Spark task per deltastreams task)", self.single_task_records)
         if self.num_standby_replicas < 0:
-            raise ConfigError(f"num_standby_replicas must be >= 0, got {self.num_standby_replicas}", setting="num_standby_replicas")
+            raise invalid("num_standby_replicas", "an integer >= 0", self.num_standby_replicas)
         if self.idle_close is not None and self.idle_close <= timedelta(0):
-            raise ConfigError(
-                f"idle_close_ms must be positive, or -1 to turn idle close off, got {self.idle_close}", setting="idle_close_ms"
-            )
+            raise invalid("idle_close_ms", "positive, or -1 to turn idle close off", ms_value(self.idle_close))
         if not 0 <= self.metrics_port <= 65535:
-            raise ConfigError(f"metrics_port must be a TCP port (1-65535), or 0 for no metrics endpoint, got {self.metrics_port}", setting="metrics_port")
+            raise invalid("metrics_port", "a TCP port (1-65535), or 0 for no metrics endpoint", self.metrics_port)
         if not self.metrics_address:
-            raise ConfigError("metrics_address must be an address to bind to, e.g. 127.0.0.1 or 0.0.0.0", setting="metrics_address")
+            raise invalid("metrics_address", "an address to bind to, e.g. 127.0.0.1 or 0.0.0.0", self.metrics_address)
         if self.max_records_per_batch <= 0:
-            raise ConfigError(
-                f"max_records_per_batch must be positive, got {self.max_records_per_batch}",
-                setting="max_records_per_batch",
-            )
+            raise invalid("max_records_per_batch", "a positive integer", self.max_records_per_batch)
 
     @property
     def commit_interval_ms(self) -> int:
@@ -220,10 +218,8 @@ class StreamsConfig:
         known = {f.name for f in fields(cls)} - {"retention", "kafka", "idle_close", "storage_options"} | {"commit_interval_ms", "idle_close_ms"}
         unknown = sorted(k for k in set(raw) - known if not k.startswith(tables))
         if unknown:
-            raise ConfigError(
-                f"unknown setting(s) {unknown}; known settings are {sorted(known - {'commit_interval', 'idle_close'})}",
-                setting=unknown[0],
-            )
+            tables_named = ["kafka", "retention", "storage_options"]  # tables: [retention], or retention.<key>
+            raise unknown_settings(unknown, sorted(known - {"commit_interval", "idle_close"}) + tables_named)
         values = {k: v for k, v in raw.items() if not k.startswith(tables)}
         values["retention"] = RetentionConfig.from_boundary(
             {k[len(RETENTION_PREFIX) :]: v for k, v in raw.items() if k.startswith(RETENTION_PREFIX)}
@@ -234,43 +230,54 @@ class StreamsConfig:
         )
         if "application_id" not in values:
             raise ConfigError("application_id is required", setting="application_id")
-        try:
-            if "commit_interval_ms" in values:
-                values["commit_interval"] = timedelta(milliseconds=float(values.pop("commit_interval_ms")))
-            if "idle_close_ms" in values:
-                values["idle_close"] = _optional_ms(values.pop("idle_close_ms"), "idle_close_ms")
-            if "processing_guarantee" in values:
-                values["processing_guarantee"] = enum_value(Guarantee, values["processing_guarantee"], "processing_guarantee")
-            if "delta_spark" in values:
-                values["delta_spark"] = enum_value(DeltaSpark, values["delta_spark"], "delta_spark")
-            if "topology_upgrade" in values:
-                values["topology_upgrade"] = enum_value(TopologyUpgrade, values["topology_upgrade"], "topology_upgrade")
-            if "on_bad_record" in values:
-                values["on_bad_record"] = enum_value(BadRecordPolicy, values["on_bad_record"], "on_bad_record")
-            for name in ("num_partitions", "max_records_per_batch", "single_task_records", "num_standby_replicas"):
-                if name in values:
-                    values[name] = int(values[name])
-            if "metrics_port" in values:
-                values["metrics_port"] = integer(values["metrics_port"], "metrics_port")
-            for name in ("caching", "sticky_tasks"):
-                if name in values:
-                    values[name] = boolean(values[name], name)
-        except ValueError as e:
-            raise ConfigError(f"invalid configuration value: {e}") from None
+        if "commit_interval_ms" in values:
+            ms = milliseconds(values.pop("commit_interval_ms"), "commit_interval_ms", "a positive number of milliseconds")
+            values["commit_interval"] = timedelta(milliseconds=ms)
+        if "idle_close_ms" in values:
+            values["idle_close"] = _optional_ms(values.pop("idle_close_ms"), "idle_close_ms")
+        for name, kind in _CHOICES.items():
+            if name in values:
+                values[name] = enum_value(kind, values[name], name)
+        for name, allowed in _INTEGERS.items():
+            if name in values:
+                values[name] = integer(values[name], name, allowed)
+        for name in ("caching", "sticky_tasks"):
+            if name in values:
+                values[name] = boolean(values[name], name)
+        if "spark_conf" in values:
+            values["spark_conf"] = string_table(values["spark_conf"], "spark_conf", "a table of Spark settings (spark.key = \"value\")")
         values["late_records_topic"] = values.get("late_records_topic") or None
         values["state_dir"] = values.get("state_dir") or None
         return cls(**values)
+
+
+_CHOICES: dict[str, type[Enum]] = {
+    "processing_guarantee": Guarantee,
+    "delta_spark": DeltaSpark,
+    "topology_upgrade": TopologyUpgrade,
+    "on_bad_record": BadRecordPolicy,
+}
+"""Settings that take one of an enum's values (the error lists them)."""
+_INTEGERS = {
+    "num_partitions": "an integer >= 0 (0: as many as the writing sub-topology's tasks)",
+    "max_records_per_batch": "a positive integer",
+    "single_task_records": "an integer >= 0 (0: always one Spark task per deltastreams task)",
+    "num_standby_replicas": "an integer >= 0",
+    "metrics_port": "a TCP port (1-65535), or 0 for no metrics endpoint",
+}
+"""Integer settings, with what each allows."""
 
 
 def _optional_ms(value: Any, setting: str) -> timedelta | None:
     """A duration in whole milliseconds at the boundary, -1 (or none given) meaning off."""
     if value is None or value == "":
         return None
-    number = integer(value, setting)
+    allowed = "positive, or -1 to turn it off (whole milliseconds)"
+    number = integer(value, setting, allowed)
     if number == -1:
         return None
     if number <= 0:
-        raise ConfigError(f"{setting} must be positive, or -1 to turn it off, got {value!r}", setting=setting)
+        raise invalid(setting, allowed, value)
     return timedelta(milliseconds=number)
 
 

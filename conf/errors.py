@@ -108,18 +108,28 @@ class LogRetentionError(DeltaStreamsError):
 
 class ExternalAppendError(DeltaStreamsError):
     """A file another Delta writer appended to a topic breaks the contract for external writers
-    (README, "Writing topics from Spark and other Delta writers"): a null ``partition``, some
-    offsets null and some not, offsets that do not continue the partition, or records without
-    offsets that a rewrite moved into another file. ``uri`` is the topic, ``path`` the file.
+    (docs/bad-input.md): a null ``partition``, some offsets null and some not, offsets already
+    taken in the partition, records without offsets that a rewrite moved into another file, values
+    in a column the topic does not have, or a file that cannot be read. ``uri`` is the topic,
+    ``path`` the file, ``version`` the version that added it (None: found in a snapshot),
+    ``reason`` what is wrong with it.
 
-    Fix the writer; to go on, remove the file from the topic's log (a ``remove`` commit, e.g.
-    delta-spark's ``DELETE``) and append its records again as the contract says.
+    A plain read fails with it. An application sends such a file's records to its dead-letter
+    topic (``on_bad_record = "dlq"``, the default) or stops with it (``"fail"``): ``action`` then
+    names the command that moves the application past the file while keeping its state (``skip``),
+    and the other way out, removing the file's rows (a ``DELETE``), then starting again.
     """
 
-    def __init__(self, message: str, *, uri: str, path: str) -> None:
+    def __init__(
+        self, message: str, *, uri: str, path: str, version: int | None = None, reason: str | None = None, topic: str | None = None, action: str | None = None
+    ) -> None:
         super().__init__(message)
         self.uri = uri
         self.path = path
+        self.version = version
+        self.reason = reason
+        self.topic = topic
+        self.action = action
 
 
 class RetentionError(DeltaStreamsError):

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from deltastreams.conf._parse import integer
+from deltastreams.conf._parse import integer, invalid, text, unknown_settings
 from deltastreams.conf.errors import ConfigError
 
 PREFIX = "kafka."
@@ -54,14 +54,14 @@ class KafkaConfig:
             ("on_missing_offsets", self.on_missing_offsets, ON_MISSING_OFFSETS),
         ):
             if value not in choices:
-                raise ConfigError(f"{PREFIX}{what} must be one of {list(choices)}, got {value!r}", setting=PREFIX + what)
+                raise invalid(PREFIX + what, "one of " + ", ".join(choices), value)
         if (self.source_topics or self.sink_topics) and not self.bootstrap_servers:
             raise ConfigError(
                 f"{PREFIX}source_topics / sink_topics name Kafka topics, but {PREFIX}bootstrap_servers is empty: give the cluster's host:port",
                 setting=PREFIX + "bootstrap_servers",
             )
         if self.poll_interval_ms <= 0:
-            raise ConfigError(f"{PREFIX}poll_interval_ms must be positive, got {self.poll_interval_ms}", setting=PREFIX + "poll_interval_ms")
+            raise invalid(PREFIX + "poll_interval_ms", "a positive number of milliseconds", self.poll_interval_ms)
 
     @classmethod
     def from_boundary(cls, raw: Mapping[str, Any]) -> KafkaConfig:
@@ -69,22 +69,19 @@ class KafkaConfig:
         known = {"bootstrap_servers", "source_topics", "sink_topics", "key_format", "value_format", "starting_offsets", "on_missing_offsets", "poll_interval_ms"}
         unknown = sorted(k for k in raw if k not in known and k != "client" and not k.startswith(CLIENT_PREFIX))
         if unknown:
-            raise ConfigError(
-                f"unknown setting(s) {[PREFIX + k for k in unknown]}; Kafka settings are {[PREFIX + k for k in sorted(known)]} and {PREFIX}{CLIENT_PREFIX}*",
-                setting=PREFIX + unknown[0],
-            )
+            raise unknown_settings([PREFIX + k for k in unknown], [PREFIX + k for k in sorted(known)] + [f"{PREFIX}{CLIENT_PREFIX}*"], "Kafka settings")
         values: dict[str, Any] = {k: v for k, v in raw.items() if k in known}
         for name in ("source_topics", "sink_topics"):
             if name in values:
                 values[name] = _topics(values[name], PREFIX + name)
         if "poll_interval_ms" in values:
-            values["poll_interval_ms"] = integer(values["poll_interval_ms"], PREFIX + "poll_interval_ms")
+            values["poll_interval_ms"] = integer(values["poll_interval_ms"], PREFIX + "poll_interval_ms", "a positive number of milliseconds")
         for name in ("bootstrap_servers", "key_format", "value_format", "starting_offsets", "on_missing_offsets"):
             if name in values:
-                values[name] = str(values[name]).strip()
+                values[name] = text(values[name], PREFIX + name, "host:port[,host:port]" if name == "bootstrap_servers" else "a string").strip()
         client = raw.get("client", {})  # a [kafka.client] table in a file
         if not isinstance(client, Mapping):
-            raise ConfigError(f"{PREFIX}client must be a table of librdkafka settings, got {client!r}", setting=PREFIX + "client")
+            raise invalid(PREFIX + "client", "a table of librdkafka settings", client)
         values["client"] = {**{str(k): str(v) for k, v in client.items()}, **{k[len(CLIENT_PREFIX):]: str(v) for k, v in raw.items() if k.startswith(CLIENT_PREFIX)}}
         return cls(**values)
 
@@ -92,6 +89,6 @@ class KafkaConfig:
 def _topics(value: Any, setting: str) -> tuple[str, ...]:
     """A list, or a comma-separated string (``--set kafka.source_topics=a,b``)."""
     if not isinstance(value, str | list | tuple):
-        raise ConfigError(f"{setting} must be a list of topic names, got {value!r}", setting=setting)
+        raise invalid(setting, "a list of topic names (or a comma-separated string)", value)
     items = value.split(",") if isinstance(value, str) else value
     return tuple(str(t).strip() for t in items if str(t).strip())

@@ -13,8 +13,7 @@ from dataclasses import dataclass, fields
 from datetime import timedelta
 from typing import Any
 
-from deltastreams.conf._parse import boolean, integer
-from deltastreams.conf.errors import ConfigError
+from deltastreams.conf._parse import boolean, integer, invalid, ms_value, unknown_settings
 
 PREFIX = "retention."
 
@@ -68,33 +67,21 @@ class RetentionConfig:
     def __post_init__(self) -> None:
         for name in ("purge_interval", "compaction_interval", "optimize_interval", "file_cleanup_interval", "log_cleanup_interval"):
             if getattr(self, name) <= timedelta(0):
-                raise ConfigError(f"retention.{name}_ms must be positive, got {getattr(self, name)}", setting=f"retention.{name}_ms")
+                raise invalid(f"{PREFIX}{name}_ms", "a positive number of milliseconds", ms_value(getattr(self, name)))
         for name in ("tombstone_retention", "orphan_file_delay", "removed_file_delay"):
             if getattr(self, name) < timedelta(0):
-                raise ConfigError(f"retention.{name}_ms must be >= 0, got {getattr(self, name)}", setting=f"retention.{name}_ms")
+                raise invalid(f"{PREFIX}{name}_ms", "a number of milliseconds >= 0", ms_value(getattr(self, name)))
         for name in ("compaction_min_files", "optimize_min_files"):
             if getattr(self, name) < 2:
-                raise ConfigError(
-                    f"retention.{name} must be at least 2 (merging fewer files gains nothing), got {getattr(self, name)}",
-                    setting=f"retention.{name}",
-                )
+                raise invalid(f"{PREFIX}{name}", "at least 2 (merging fewer files gains nothing)", getattr(self, name))
         if self.optimize_target_file_bytes <= 0:
-            raise ConfigError(
-                f"retention.optimize_target_file_bytes must be positive, got {self.optimize_target_file_bytes}",
-                setting="retention.optimize_target_file_bytes",
-            )
+            raise invalid(f"{PREFIX}optimize_target_file_bytes", "a positive number of bytes", self.optimize_target_file_bytes)
         if self.sink_retention is not None and self.sink_retention <= timedelta(0):
-            raise ConfigError(
-                f"retention.sink_retention_ms must be positive or -1 (keep everything), got {self.sink_retention}",
-                setting="retention.sink_retention_ms",
-            )
+            raise invalid(f"{PREFIX}sink_retention_ms", "positive or -1 (keep everything)", ms_value(self.sink_retention))
         if self.sink_retention_bytes is not None and self.sink_retention_bytes <= 0:
-            raise ConfigError(
-                f"retention.sink_retention_bytes must be positive or -1 (no bound), got {self.sink_retention_bytes}",
-                setting="retention.sink_retention_bytes",
-            )
+            raise invalid(f"{PREFIX}sink_retention_bytes", "positive or -1 (no bound)", self.sink_retention_bytes)
         if self.log_keep_versions < 1:
-            raise ConfigError(f"retention.log_keep_versions must be at least 1, got {self.log_keep_versions}", setting="retention.log_keep_versions")
+            raise invalid(f"{PREFIX}log_keep_versions", "at least 1", self.log_keep_versions)
 
     @classmethod
     def from_boundary(cls, raw: Mapping[str, Any]) -> RetentionConfig:
@@ -102,21 +89,18 @@ class RetentionConfig:
         known = sorted(BOUNDARY_KEYS)
         unknown = sorted(set(raw) - BOUNDARY_KEYS)
         if unknown:
-            raise ConfigError(
-                f"unknown setting(s) {[PREFIX + k for k in unknown]}; retention settings are {[PREFIX + k for k in known]}",
-                setting=PREFIX + unknown[0],
-            )
+            raise unknown_settings([PREFIX + k for k in unknown], [PREFIX + k for k in known], "retention settings")
         values: dict[str, Any] = {}
         for key, value in raw.items():
             setting = PREFIX + key
             if key == "enabled":
                 values[key] = boolean(value, setting)
             elif key in _OPTIONAL:
-                number = integer(value, setting)
+                number = integer(value, setting, "an integer, or -1 for no bound")
                 name = key.removesuffix("_ms")
                 values[name] = None if number == -1 else (timedelta(milliseconds=number) if key.endswith("_ms") else number)
             elif key.endswith("_ms"):
-                values[key.removesuffix("_ms")] = timedelta(milliseconds=integer(value, setting))
+                values[key.removesuffix("_ms")] = timedelta(milliseconds=integer(value, setting, "a whole number of milliseconds"))
             else:
                 values[key] = integer(value, setting)
         return cls(**values)

@@ -28,12 +28,13 @@ def add_run_command(commands) -> argparse.ArgumentParser:
 
 
 def add_operations_commands(commands, application_id: str) -> None:
-    """``status``, ``reset`` and ``query`` for the example ``application_id``."""
-    from deltastreams.jobs.operations_cli import add_query_command, add_reset_command, add_status_command
+    """``status``, ``reset``, ``query`` and ``skip`` for the example ``application_id``."""
+    from deltastreams.jobs.operations_cli import add_query_command, add_reset_command, add_skip_command, add_status_command
 
     add_status_command(commands, application_id)
     add_reset_command(commands, application_id)
     add_query_command(commands, application_id)
+    add_skip_command(commands, application_id)
 
 
 def run_operations(args: argparse.Namespace, build_topology: Callable[[], Topology]) -> int:

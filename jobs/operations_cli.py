@@ -1,7 +1,7 @@
-"""The ``status``, ``reset`` and ``query`` subcommands every job shares (:mod:`deltastreams.streams.status`,
-:mod:`deltastreams.streams.reset`, :mod:`deltastreams.streams.query`): their options, the settings they
-read (root, storage options, state directory), and their output: text or JSON for status, a
-summary for reset, CSV for query."""
+"""The ``status``, ``reset``, ``query`` and ``skip`` subcommands every job shares (:mod:`deltastreams.streams.status`,
+:mod:`deltastreams.streams.reset`, :mod:`deltastreams.streams.query`, :mod:`deltastreams.streams.skip`): their
+options, the settings they read (root, storage options, state directory), and their output: text
+or JSON for status, a summary for reset and skip, CSV for query."""
 
 from __future__ import annotations
 
@@ -34,6 +34,18 @@ def add_reset_command(commands, application_id: str | None) -> argparse.Argument
     to.add_argument("--to-version", metavar="TOPIC=V", action="append", help="reprocess the versions after V (every input topic, once each)")
     reset.add_argument("--force", action="store_true", help="reset although a holder's heartbeat is fresh: only for an instance known dead")
     return reset
+
+
+def add_skip_command(commands, application_id: str | None) -> argparse.ArgumentParser:
+    skip = commands.add_parser(
+        "skip", help="move the stopped application past a file of an input topic (bad input), keeping its state (docs/bad-input.md)"
+    )
+    _common(skip, application_id)
+    skip.add_argument("--topic", required=True, help="the input topic")
+    skip.add_argument("--version", required=True, type=int, help="the version that added the file")
+    skip.add_argument("--file", help="the file (its path in the topic's table, as the error names it); default: every file of the version")
+    skip.add_argument("--force", action="store_true", help="skip although a holder's heartbeat is fresh: only for an instance known dead")
+    return skip
 
 
 def add_query_command(commands, application_id: str | None) -> argparse.ArgumentParser:
@@ -119,6 +131,22 @@ def run_reset(args: argparse.Namespace, topology: Callable[[], Topology], extra:
     return 0
 
 
+def run_skip(args: argparse.Namespace, topology: Callable[[], Topology], extra: dict | None = None) -> int:
+    """Record the skip (:mod:`deltastreams.streams.skip`); the topology is not needed."""
+    from deltastreams.streams.skip import skip
+
+    report = skip(config_of(args, extra), args.topic, args.version, args.file, force=args.force)
+    what = report.skip.describe()
+    if report.recorded:
+        subs = ", ".join(f"{sub} (batch {seq})" for sub, seq in sorted(report.recorded.items()))
+        print(f"{report.application_id} skips {what}: recorded in the transaction logs of sub-topologies {subs}")
+    if report.already:
+        print(f"  already recorded for sub-topologies {', '.join(map(str, report.already))}")
+    print(f"  why: {report.skip.reason}")
+    print(f"  done in {report.seconds:.2f} s; the next run reads that version without it (its records are not processed), state kept")
+    return 0
+
+
 def run_query(args: argparse.Namespace, topology: Callable[[], Topology], extra: dict | None = None) -> int:
     """Print the store's committed entries as CSV with a header; the batch they are as of goes to
     stderr, so stdout is the CSV alone."""
@@ -185,7 +213,7 @@ def window_size_of(topology: Topology | None, store: str) -> int | None:
     return None
 
 
-OPERATIONS_COMMANDS = ("status", "reset", "query")
+OPERATIONS_COMMANDS = ("status", "reset", "query", "skip")
 """The subcommands every job's command line takes from here (a job dispatches these to
 :func:`run_operations_command`)."""
 
@@ -194,7 +222,7 @@ def run_operations_command(args: argparse.Namespace, topology: Callable[[], Topo
     """``status``, ``reset`` or ``query``, as ``args.command`` says; an error is printed, never a traceback."""
     from deltastreams.conf.errors import DeltaStreamsError
 
-    run = {"status": run_status, "reset": run_reset, "query": run_query}[args.command]
+    run = {"status": run_status, "reset": run_reset, "query": run_query, "skip": run_skip}[args.command]
     try:
         return run(args, topology, extra)
     except BrokenPipeError:  # the reader (e.g. `| head`) went away: not an error of ours
@@ -215,12 +243,12 @@ def main_for(prog: str, doc: str | None, argv: list[str] | None, command: str) -
     """``python -m deltastreams.jobs.status`` / ``deltastreams.jobs.reset``: any application, its topology named by
     ``--topology module:function`` (or known from its application id)."""
     parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    {"status": add_status_command, "reset": add_reset_command, "query": add_query_command}[command](_OneCommand(parser), None)
+    {"status": add_status_command, "reset": add_reset_command, "query": add_query_command, "skip": add_skip_command}[command](_OneCommand(parser), None)
     parser.add_argument("--topology", help="module:function returning the application's topology (default: the example of that application id)")
     args = parser.parse_args(argv)
     args.command = command
     spec = args.topology or KNOWN_TOPOLOGIES.get(args.application_id)
-    if spec is None and command == "query":  # the query reads the store alone; a topology only adds window ends
+    if spec is None and command in ("query", "skip"):  # the query reads the store alone (a topology only adds window ends); skip needs none
         return run_operations_command(args, lambda: None)
     if spec is None:
         parser.error(f"--topology module:function is needed for application {args.application_id!r} (known: {', '.join(sorted(KNOWN_TOPOLOGIES))})")

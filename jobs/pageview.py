@@ -351,22 +351,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _add_operations_commands(commands) -> None:
-    """``status`` and ``reset`` (:mod:`deltastreams.jobs.operations_cli`), for this job's topology."""
-    from deltastreams.jobs.operations_cli import add_query_command, add_reset_command, add_status_command
+    """``status``, ``reset``, ``query`` and ``skip`` (:mod:`deltastreams.jobs.operations_cli`), for this job's topology."""
+    from deltastreams.jobs.operations_cli import add_query_command, add_reset_command, add_skip_command, add_status_command
 
+    add_skip_command(commands, APPLICATION_ID)
     for parser in (add_status_command(commands, APPLICATION_ID), add_reset_command(commands, APPLICATION_ID), add_query_command(commands, APPLICATION_ID)):
         parser.add_argument("--kafka", metavar="HOST:PORT", help="the application reads pageview-events from this Kafka cluster")
         _topology_args(parser)
 
 
 def _operations_command(args: argparse.Namespace) -> int:
-    from deltastreams.jobs.operations_cli import run_query, run_reset, run_status
+    from deltastreams.jobs.operations_cli import run_query, run_reset, run_skip, run_status
 
     def topology() -> Topology:
         return build_topology(window_ms=args.window_ms, grace_ms=args.grace_ms, min_duration_s=args.min_duration_s, emit=args.emit, hops=args.hops)
 
     kafka = {"kafka.bootstrap_servers": args.kafka, "kafka.source_topics": [INPUT_TOPIC], "kafka.value_format": "json"} if args.kafka else None
-    return {"status": run_status, "reset": run_reset, "query": run_query}[args.command](args, topology, kafka)
+    return {"status": run_status, "reset": run_reset, "query": run_query, "skip": run_skip}[args.command](args, topology, kafka)
 
 
 def _command(args: argparse.Namespace) -> int:

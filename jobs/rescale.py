@@ -34,11 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--application-id", required=True)
     parser.add_argument("--partitions", type=int, required=True, help="the new partition count of the repartition topics and their readers' changelogs")
     parser.add_argument("--topology", default="deltastreams.jobs.pageview:build_topology", help="module:function returning the application's topology")
-    parser.add_argument("--min-idle-s", type=float, default=10.0, help="refuse if the application committed within this many seconds (it looks running)")
+    parser.add_argument("--force", action="store_true", help="rescale although a holder's heartbeat is fresh: only for an instance known dead")
     args = parser.parse_args(argv)
     config = StreamsConfig.load({"application_id": args.application_id, "root": args.root})
     try:
-        report = rescale(load_topology(args.topology), config, args.partitions, min_idle_s=args.min_idle_s)
+        report = rescale(load_topology(args.topology), config, args.partitions, force=args.force)
     except DeltaStreamsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -2,7 +2,7 @@
 back in offset order, or the files a range of versions added), their data files, and the
 exactly-once protocol's transaction log (:mod:`deltastreams.sinks.transaction`)."""
 
-from deltastreams.sinks._internal.delta_log import commit_files, end_offsets, files_added, latest_version, read_commit, snapshot_files
+from deltastreams.sinks._internal.delta_log import VersionRead, commit_files, end_offsets, files_added, latest_version, read_commit, read_version, snapshot_files
 from deltastreams.sinks._internal.files import (
     DataFile,
     delete_file,
@@ -15,6 +15,8 @@ from deltastreams.sinks._internal.files import (
     write_staged_file,
 )
 from deltastreams.sinks._internal.commit_probe import require_exclusive_commits
+from deltastreams.sinks._internal.input_read import BadInput, InputRead, read_input
+from deltastreams.sinks._internal.offsets import RejectedFile
 from deltastreams.sinks._internal.log_commit import KnownVersion, append_at, checkpoint_if_due, checkpoint_interval, commit_rewrite
 from deltastreams.sinks._internal.storage import (
     create_table,
@@ -30,6 +32,9 @@ from deltastreams.sinks.topics import AppendResult, Topic, TopicLayout, check_en
 
 __all__ = [
     "AppendResult",
+    "BadInput",
+    "InputRead",
+    "read_input",
     "KnownVersion",
     "append_at",
     "commit_rewrite",
@@ -58,6 +63,9 @@ __all__ = [
     "partition_for",
     "partitions_for",
     "read_commit",
+    "read_version",
+    "RejectedFile",
+    "VersionRead",
     "read_data_file",
     "read_staged_file",
     "require_exclusive_commits",

@@ -42,6 +42,11 @@ _FORMAT = "deltastreams-topic/1"
 _RESERVED = (PARTITION, OFFSET, TIMESTAMP, WINDOW_START, WINDOW_END, HEADERS)
 
 
+def reserved_columns() -> tuple[str, ...]:
+    """The record's own columns, beside the key and value columns a layout names."""
+    return _RESERVED
+
+
 def topic_uri(root: str | Path, name: str) -> str:
     return under_root(str(root), "topics", name)
 
@@ -300,7 +305,16 @@ class Topic:
         table = open_table(uri)
         try:
             layout = TopicLayout.from_table(table.metadata().description or "", pa.schema(table.schema()))
-        except (ValueError, KeyError) as e:
+        except KeyError as e:  # a column the layout names is not in the table
+            column = str(e.args[0]).removeprefix("Column ").removesuffix(" does not exist in schema")
+            raise SchemaMismatchError(
+                f"topic '{name}': its layout (the table's description) names column '{column}', which the Delta table at {uri} does "
+                f"not have (its columns: {pa.schema(table.schema()).names}): dropped or renamed by another writer? Records before and "
+                "after would not have one schema: give the column back, or write the new records to a new topic",
+                topic=name,
+                column=column,
+            ) from None
+        except ValueError as e:
             raise SchemaMismatchError(
                 f"the Delta table at {uri} is not a deltastreams topic (its description holds no topic layout: {e}); "
                 "create topics with deltastreams.sinks.create_topic",
@@ -423,17 +437,26 @@ class Topic:
             # A snapshot lists files in no particular order: ordering the files is free, ordering
             # their records afterwards took a third of reading 1M events.
             files = sorted(files, key=lambda f: (f.partition, f.min_offset))
-        tables = []
-        for f in files:
-            try:
-                tables.append(read_data_file(self.uri, f.path, f.partition, f.min_offset))
-            except (OSError, pa.ArrowInvalid) as e:
-                raise UnreadableFileError(
-                    f"topic '{self.name}': committed file {self.uri}/{f.path} (partition {f.partition}, offsets "
-                    f"{f.min_offset}..{f.max_offset}) cannot be read: {e}",
-                    topic=self.name,
-                    path=f"{self.uri}/{f.path}",
-                ) from e
+        return self.records_from([self.read_rows(f) for f in files], files)
+
+    def read_rows(self, f: delta_log.DataFile) -> pa.Table:
+        """One committed file's rows as stored (every column the writer wrote), with ``partition``
+        and assigned offsets; :class:`UnreadableFileError` if it cannot be read."""
+        try:
+            return read_data_file(self.uri, f.path, f.partition, f.min_offset)
+        except (OSError, pa.ArrowInvalid) as e:
+            raise UnreadableFileError(
+                f"topic '{self.name}': committed file {self.uri}/{f.path} (partition {f.partition}, offsets "
+                f"{f.min_offset}..{f.max_offset}) cannot be read: {e}",
+                topic=self.name,
+                path=f"{self.uri}/{f.path}",
+            ) from e
+
+    def records_from(self, tables: Sequence[pa.Table], files: Sequence[delta_log.DataFile]) -> pa.Table:
+        """Record form of ``tables`` (what :meth:`read_rows` gave for ``files``), sorted by
+        partition then offset."""
+        if not tables:
+            return self.layout.record_schema().empty_table()
         rows = pa.concat_tables(tables, promote_options="default")
         for field in self.layout.table_schema():
             if field.name not in rows.column_names:  # left out by every file read (a Delta writer may omit nullable columns)

@@ -22,14 +22,16 @@ import threading
 import time
 from pathlib import Path
 
-from deltastreams.conf import StreamsConfig
+from deltastreams.conf import BadRecordPolicy, StreamsConfig
 from deltastreams.conf.errors import ConfigError, DeltaStreamsError, TopicNotFoundError, TopologyError
 from deltastreams.sinks import Topic, check_encoded_values, check_expected_types, is_object_store, require_exclusive_commits, require_reachable, root_has_topics, use_storage_options
 from deltastreams.streams._internal.runtime import task_host
+from deltastreams.streams._internal.runtime.bad_input import BadInputReport, stop_error
 from deltastreams.streams._internal.runtime.checkpoints import fresh_checkpoint
 from deltastreams.streams._internal.runtime.committer import Committer
 from deltastreams.streams._internal.runtime.failures import Failure, explain, root_cause
 from deltastreams.streams._internal.runtime.idle import IdleClock, keeps_time
+from deltastreams.streams._internal.runtime.input_schema import AddedColumns, check_at_start
 from deltastreams.streams._internal.runtime.inputs import InputLog
 from deltastreams.streams._internal.runtime.kafka_sink import KafkaMirror
 from deltastreams.streams._internal.runtime.kafka_sources import KafkaSources
@@ -43,6 +45,8 @@ from deltastreams.streams._internal.runtime.rescale_marker import require_no_res
 from deltastreams.streams._internal.runtime.reset_marker import require_no_reset
 from deltastreams.streams._internal.runtime.registry import TopicRegistry
 from deltastreams.streams._internal.runtime.retention import Retention
+from deltastreams.streams._internal.runtime.skips import PROPERTY as SKIPS
+from deltastreams.streams._internal.runtime.skips import Skips
 from deltastreams.streams._internal.runtime.timing import Phases
 from deltastreams.streams._internal.runtime.topology_guard import check_topology_upgrade, keep_records
 from deltastreams.streams._internal.spark.listener import query_listener
@@ -202,7 +206,8 @@ class StreamsApp:
             with phases.time("kafka"):
                 self.kafka_mirror.start(self.committer.log_uri)
         uris = {t: self.registry.uri(t) for t in self.topology.source_topics if self.kafka is None or t not in self.kafka}
-        inputs = InputLog(uris, self.config.max_records_per_batch)
+        with phases.time("inputs"):
+            inputs = self._input_log(uris)
         planner = Planner(self.topology, self.registry, inputs, settings, shipped, {s: c.entry for s, c in compiled.items()}, self.kafka)
         consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics and t not in self.topology.cycle_topics}
         job = TriggerJob(
@@ -212,7 +217,7 @@ class StreamsApp:
         self.trigger = Trigger(
             planner, job, self.committer, self.registry, self.progress, poll_interval_s=self._poll_interval_s,
             commit_interval_s=self.config.commit_interval.total_seconds(), idle_clock=self._idle_clock(),
-            kafka_mirror=self.kafka_mirror,
+            kafka_mirror=self.kafka_mirror, stop_on_bad_input=self._stop_on_bad_input if self._fails_on_bad_input else None,
         )
         if self.config.retention.enabled:
             self.retention = Retention(self.config.retention, self.topology, self.registry, self.committer, self.trigger.commit_lock)
@@ -230,6 +235,29 @@ class StreamsApp:
             self.spark.streams.addListener(self._listener)
             self._start_query()
         log.info("application %s started in %.1f s (%s)", self.config.application_id, sum(phases.values()), phases.describe())
+
+    @property
+    def _fails_on_bad_input(self) -> bool:
+        return self.config.on_bad_record is BadRecordPolicy.FAIL
+
+    def _input_log(self, uris: dict[str, str]) -> InputLog:
+        """The input topics' log reader: their schemas checked against what the topology reads
+        (:mod:`deltastreams.streams._internal.runtime.input_schema`), the skips the transaction logs hold,
+        and, under ``on_bad_record = "fail"``, the stop before bad input."""
+        external = {t: uri for t, uri in uris.items() if t not in self.topology.internal_topics}
+        layouts = {t: self.registry.layout(t) for t in external}
+        added = AddedColumns()
+        for topic, uri in external.items():
+            position = min(self.committer.position(s.id, topic) for s in self.topology.subtopologies if topic in s.source_topics)
+            check_at_start(topic, uri, layouts[topic], position, added)
+        skips = Skips.from_properties({sub: txlog.property(SKIPS) for sub, txlog in self.committer.logs.items()})
+        stop = None
+        if self._fails_on_bad_input:
+            stop = lambda topic, r: stop_error(self.config.root, self.config.application_id, topic, uris[topic], r.version, r.path, r.reason)  # noqa: E731
+        return InputLog(uris, self.config.max_records_per_batch, layouts=layouts, skips=skips, stop=stop, added_columns=added)
+
+    def _stop_on_bad_input(self, bad: BadInputReport) -> Exception:
+        return stop_error(self.config.root, self.config.application_id, bad.topic, self.registry.uri(bad.topic), bad.version, bad.path, bad.reason)
 
     def _idle_clock(self) -> IdleClock | None:
         """Idle close (off unless ``idle_close_ms`` is set): every task of a sub-topology that
@@ -476,7 +504,9 @@ class StreamsApp:
         self._failed = True
         self.stop()
         log.debug("application %s failed:\n%s", self.config.application_id, details)
-        raise ApplicationFailedError(self.config.application_id, explain(details), details) from None
+        ours = self.trigger.failure
+        failure = Failure(str(ours), ours.action) if ours is not None and getattr(ours, "action", None) else explain(details)
+        raise ApplicationFailedError(self.config.application_id, failure, details) from None
 
     def caught_up(self, targets: dict[str, int]) -> bool:
         """Every sub-topology has consumed its input topics up to ``targets`` and every

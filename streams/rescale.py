@@ -71,6 +71,7 @@ from deltastreams.streams._internal.runtime.crashpoints import crash_point
 from deltastreams.streams._internal.runtime.registry import TopicRegistry
 from deltastreams.streams._internal.runtime.rescale_marker import plan_path, read_plan, rescale_dir, write_plan
 from deltastreams.streams._internal.runtime.reset_marker import require_no_reset
+from deltastreams.streams.status import still_running
 from deltastreams.topology.graph import Topology
 from deltastreams.topology.nodes import (
     AggregateNode,
@@ -110,10 +111,11 @@ class RescaleReport:
     seconds: float = 0.0
 
 
-def rescale(topology: Topology, config: StreamsConfig, partitions: int, *, min_idle_s: float = 10.0) -> RescaleReport:
+def rescale(topology: Topology, config: StreamsConfig, partitions: int, *, force: bool = False) -> RescaleReport:
     """Rescale the stopped application ``config.application_id`` under ``config.root`` (see the
-    module docstring). ``min_idle_s``: refuse if any transaction log of the application has
-    committed within that many seconds (it looks running)."""
+    module docstring). It refuses while an instance holding the application is alive (its
+    heartbeat, as ``status`` and ``reset`` judge it), unless ``force``: that instance is known
+    dead (the rescale fences it)."""
     started = time.perf_counter()
     root, app = config.root, config.application_id
     if not isinstance(partitions, int) or partitions < 1:
@@ -139,7 +141,7 @@ def rescale(topology: Topology, config: StreamsConfig, partitions: int, *, min_i
         report.seconds = time.perf_counter() - started
         return report
     if plan is None:
-        _check_idle(logs, min_idle_s, app)
+        _check_stopped(topology, config, force)
     shutil.rmtree(rescale_dir(root, app) / "staged", ignore_errors=True)  # an earlier run's, never switched
     write_plan(root, app, {"phase": "staging", "partitions": partitions, "id": uuid.uuid4().hex})
 
@@ -202,19 +204,13 @@ def _transaction_logs(root: str, app: str, topology: Topology) -> dict[int, str]
     return logs
 
 
-def _check_idle(logs: dict[int, str], min_idle_s: float, app: str) -> None:
-    now_ms = time.time() * 1000
-    for sub, uri in logs.items():
-        history = open_table(uri).history(1)
-        if not history:
-            continue
-        age_s = (now_ms - int(history[0]["timestamp"])) / 1000
-        if age_s < min_idle_s:
-            raise RescaleError(
-                f"application {app} looks running: sub-topology {sub}'s transaction log committed {age_s:.1f} s ago "
-                f"(less than {min_idle_s:g} s). Stop every instance first (rescaling fences them; they would fail), "
-                "or lower --min-idle-s if it is stopped"
-            )
+def _check_stopped(topology: Topology, config: StreamsConfig, force: bool) -> None:
+    running = still_running(config, [sub.id for sub in topology.subtopologies], "rescale")
+    if running is None:
+        return
+    if not force:
+        raise RescaleError(running)
+    log.warning("rescaling although %s (--force): the rescale fences it", running.split(". Stop")[0])
 
 
 def _targets(topology: Topology):

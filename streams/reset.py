@@ -54,7 +54,7 @@ from deltastreams.sinks import Topic, filesystem_for, open_table, read_commit, t
 from deltastreams.sinks.transaction import DecidedBatch, TransactionLog
 from deltastreams.streams._internal.runtime import rescale_marker, reset_marker, task_host
 from deltastreams.streams._internal.runtime.crashpoints import crash_point
-from deltastreams.streams.status import holders, transaction_log_uri
+from deltastreams.streams.status import still_running, transaction_log_uri
 from deltastreams.topology.graph import Topology
 from deltastreams.topology.nodes import SourceNode
 
@@ -207,18 +207,12 @@ def reset(topology: Topology, config: StreamsConfig, target: ResetTarget, *, for
 
 
 def _check_not_held(topology: Topology, config: StreamsConfig, force: bool) -> None:
-    alive = {sub: h for sub, h in holders(topology, config).items() if h is not None and h.alive}
-    if not alive:
+    running = still_running(config, [sub.id for sub in topology.subtopologies], "reset")
+    if running is None:
         return
-    sub, h = next(iter(alive.items()))
-    who = f"instance {h.instance} (epoch {h.epoch}) on {h.host}, pid {h.pid}, heartbeat {h.heartbeat_age_s:.1f} s ago"
     if not force:
-        raise ResetError(
-            f"application {config.application_id} is running: sub-topology {sub} is held by {who}. Stop every instance first "
-            "(SIGTERM to the driver), then reset. If that instance is known dead (its machine is gone) and you cannot wait "
-            "for its heartbeat to expire, run again with --force: the reset fences it, so it can no longer commit"
-        )
-    log.warning("resetting although sub-topology %d is held by %s (--force): the reset fences it", sub, who)
+        raise ResetError(running)
+    log.warning("resetting although %s (--force): the reset fences it", running.split(". Stop")[0])
 
 
 def _input_topics(topology: Topology) -> list[str]:

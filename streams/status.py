@@ -28,10 +28,12 @@ from datetime import datetime, timezone
 from deltalake.exceptions import DeltaError
 
 from deltastreams.conf import StreamsConfig
-from deltastreams.sinks import Topic, files_added, open_table, read_commit, table_exists, topic_uri, under_root
+from pyarrow.fs import FileSelector, FileType
+
+from deltastreams.sinks import Topic, filesystem_for, files_added, open_table, read_commit, read_version, table_exists, topic_uri, under_root
 from deltastreams.sinks.transaction import COMMIT_APP, EPOCH_APP, decided_entry
 from deltastreams.streams._internal.runtime import heartbeat
-from deltastreams.streams._internal.runtime import rescale_marker, reset_marker
+from deltastreams.streams._internal.runtime import rescale_marker, reset_marker, skips
 from deltastreams.topology.graph import Topology
 from deltastreams.topology.nodes import SourceNode
 
@@ -83,6 +85,10 @@ class InputStatus:
     lag_versions: int | None = None
     lag_records: int | None = None
     error: str | None = None
+    bad_input: tuple[str, ...] = ()
+    """Files in the lag that break the contract for external writers (``<topic> version <v>, file
+    <path>: <reason>``), those skipped aside: the application dead-letters them when it gets there,
+    or stops (``on_bad_record = "fail"``)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,9 @@ class SubtopologyStatus:
     inputs: tuple[InputStatus, ...] = ()
     stores: tuple[StoreStatus, ...] = ()
     error: str | None = None
+    skipped: tuple[dict, ...] = ()
+    """The input its transaction log says to skip (:mod:`deltastreams.streams.skip`): topic, version, file
+    (None: every file of the version), when it was recorded and why."""
 
 
 @dataclass(frozen=True)
@@ -193,13 +202,43 @@ def _retrying(read, attempts: int = 3):
 
 def holders(topology: Topology, config: StreamsConfig, *, now_ms: int | None = None) -> dict[int, HolderStatus | None]:
     """Per sub-topology, the instance holding it (None: never ran): what a reset checks."""
+    return holders_of(config, [sub.id for sub in topology.subtopologies], now_ms=now_ms)
+
+
+def holders_of(config: StreamsConfig, subtopologies, *, now_ms: int | None = None) -> dict[int, HolderStatus | None]:
+    """:func:`holders` by sub-topology id (the transaction logs on the root, when the topology is not at hand)."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     beats = heartbeat.read_heartbeats(config.root, config.application_id)
     found = {}
-    for sub in topology.subtopologies:
-        uri = transaction_log_uri(config.root, config.application_id, sub.id)
-        found[sub.id] = _holder(uri, sub.id, open_table(uri), beats, now_ms) if table_exists(uri) else None
+    for sub_id in subtopologies:
+        uri = transaction_log_uri(config.root, config.application_id, sub_id)
+        found[sub_id] = _holder(uri, sub_id, open_table(uri), beats, now_ms) if table_exists(uri) else None
     return found
+
+
+def logged_subtopologies(config: StreamsConfig) -> list[int]:
+    """The sub-topologies of the application that have a transaction log under the root."""
+    fs, base = filesystem_for(under_root(config.root, "transactions", config.application_id))
+    entries = fs.get_file_info(FileSelector(base, allow_not_found=True))
+    ids = [e.base_name.removeprefix("subtopology-") for e in entries if e.type == FileType.Directory and e.base_name.startswith("subtopology-")]
+    return sorted(int(i) for i in ids if i.isdigit())
+
+
+def still_running(config: StreamsConfig, subtopologies, doing: str) -> str | None:
+    """Why ``doing`` (a reset, a rescale, a skip) must not go ahead now: some sub-topology is held
+    by a live instance (its heartbeat is fresh and it did not mark itself stopped: the one way
+    ``status``, ``reset``, ``rescale`` and ``skip`` judge liveness). None: every holder is stopped
+    or dead."""
+    alive = {sub: h for sub, h in holders_of(config, subtopologies).items() if h is not None and h.alive}
+    if not alive:
+        return None
+    sub, h = next(iter(alive.items()))
+    who = f"instance {h.instance} (epoch {h.epoch}) on {h.host}, pid {h.pid}, heartbeat {h.heartbeat_age_s:.1f} s ago"
+    return (
+        f"application {config.application_id} is running: sub-topology {sub} is held by {who}. Stop every instance first (SIGTERM "
+        f"to the driver), then {doing}. If that instance is known dead (its machine is gone) and you cannot wait for its heartbeat "
+        f"to expire ({heartbeat.EXPIRY_S:g} s), run again with --force: it fences it, so it can no longer commit"
+    )
 
 
 def _subtopology_status(topology: Topology, config: StreamsConfig, sub, beats: dict, now_ms: int) -> SubtopologyStatus:
@@ -214,7 +253,8 @@ def _subtopology_status(topology: Topology, config: StreamsConfig, sub, beats: d
     holder = _holder(uri, sub.id, table, beats, now_ms)
     last, where, error = _last_batch(uri, head) if table.transaction_version(COMMIT_APP) is not None else (None, None, None)
     positions = {t: end for t, (_, end) in last.sources.items()} if last is not None else {}
-    inputs = tuple(_input_status(topology, config, sub, topic, positions.get(topic, -1)) for topic in sub.source_topics)
+    skipped = skips.parse(table.metadata().configuration.get(skips.PROPERTY))
+    inputs = tuple(_input_status(topology, config, sub, topic, positions.get(topic, -1), skips.Skips(skipped)) for topic in sub.source_topics)
     batch = None
     if last is not None:
         batch = BatchStatus(last.seq, last.epoch, "exactly_once" if last.exactly_once else "at_least_once", *where)
@@ -229,6 +269,7 @@ def _subtopology_status(topology: Topology, config: StreamsConfig, sub, beats: d
         inputs=inputs,
         stores=stores,
         error=error,
+        skipped=tuple(asdict(x) for x in skipped if x.topic in sub.source_topics),
     )
 
 
@@ -279,7 +320,7 @@ def _registered_instance(uri: str, head: int, epoch: int) -> str | None:
     return None
 
 
-def _input_status(topology: Topology, config: StreamsConfig, sub, topic: str, position) -> InputStatus:
+def _input_status(topology: Topology, config: StreamsConfig, sub, topic: str, position, skipped: skips.Skips | None = None) -> InputStatus:
     physical = topology.physical_topic(config.application_id, topic)
     if topic in config.kafka.source_topics:
         return _kafka_input(topology, config, topic, position)
@@ -290,14 +331,30 @@ def _input_status(topology: Topology, config: StreamsConfig, sub, topic: str, po
     end = open_table(uri).version()
     lag = max(0, end - position)
     records = None
+    bad: list[str] = []
     if 0 < lag <= _RECORDS_SCAN:
         try:
-            records = sum(max(f.num_records, 0) for f in files_added(uri, position, end))
+            if kind == "input":
+                records, bad = _lag_of_input(uri, topic, position, end, skipped or skips.Skips())
+            else:
+                records = sum(max(f.num_records, 0) for f in files_added(uri, position, end))
         except Exception as e:  # noqa: BLE001 - e.g. versions gone to log cleanup: the lag in versions stands
             return InputStatus(topic, physical, kind, position, end, lag, None, f"records not counted: {e}")
     elif lag == 0:
         records = 0
-    return InputStatus(topic, physical, kind, position, end, lag, records)
+    return InputStatus(topic, physical, kind, position, end, lag, records, bad_input=tuple(bad))
+
+
+def _lag_of_input(uri: str, topic: str, position: int, end: int, skipped: skips.Skips) -> tuple[int, list[str]]:
+    """Records an input topic holds after ``position``, and its files there that break the
+    contract for external writers (what the application reads, as it judges it)."""
+    reads = [read_version(uri, version) for version in range(position + 1, end + 1)]
+    removed = {path for read in reads for path in read.removed}  # withdrawn before the application got there
+    records, bad = 0, []
+    for read in reads:
+        records += sum(max(f.num_records, 0) for f in read.files if f.path not in removed and not skipped.covering(topic, read.version, f.path))
+        bad += [f"{topic} version {read.version}, file {r.path}: {r.reason}" for r in read.rejected if r.path not in removed and not skipped.covering(topic, read.version, r.path)]
+    return records, bad
 
 
 def _kafka_input(topology: Topology, config: StreamsConfig, topic: str, position) -> InputStatus:
@@ -407,6 +464,11 @@ def format_status(status: ApplicationStatus) -> str:
             lag = f"lag {i.lag_versions} versions" if i.lag_versions is not None else "lag"
             lag += f", {i.lag_records:,} records" if i.lag_records is not None else ""
             lines.append(f"  input {i.physical} ({i.kind}): position {_position(i.position)}, end {_position(i.end)}: {lag}" + (f" ({i.error})" if i.error else ""))
+            for bad in i.bad_input:
+                lines.append(f"    bad input ahead: {bad} (dead-lettered when the job reaches it; with on_bad_record = fail it stops there)")
+        for x in sub.skipped:
+            what = f"file {x['file']}" if x["file"] is not None else "every file"
+            lines.append(f"  skipped: {x['topic']} version {x['version']}, {what}, recorded {_time(x['recorded_ms'], now)}: {x['reason']}")
         for s in sub.stores:
             where = f"{s.tasks} tasks" if s.exists else "changelog not created yet"
             lines.append(f"  store {s.name}: changelog {s.changelog}, {where}")
@@ -431,5 +493,8 @@ __all__ = [
     "application_status",
     "format_status",
     "holders",
+    "holders_of",
+    "logged_subtopologies",
+    "still_running",
     "transaction_log_uri",
 ]

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake.exceptions import DeltaError
 from deltalake.transaction import AddAction
 
 from deltastreams.conf.errors import ExternalAppendError, LogRetentionError
@@ -60,8 +62,10 @@ def read_commit(table_uri: str, version: int) -> list[dict] | None:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def snapshot_files(table: DeltaTable) -> list[DataFile]:
-    """Every file of the table at the version ``table`` is loaded at."""
+def snapshot_files(table: DeltaTable, *, lenient: bool = False) -> list[DataFile]:
+    """Every file of the table at the version ``table`` is loaded at. A file breaking the contract
+    for external writers (a null partition, some offsets null and some not) fails the read,
+    naming it, or, ``lenient``, is left out (it holds no offsets: what the ends need)."""
     actions = pa.table(table.get_add_actions(flatten=True))
     if actions.num_rows == 0:
         return []
@@ -74,25 +78,27 @@ def snapshot_files(table: DeltaTable) -> list[DataFile]:
     maxs = actions.column("max.offset").to_pylist() if "max.offset" in columns else unknown
     sizes = actions.column("size_bytes").to_pylist()
     stamps = actions.column("max.timestamp").to_pylist() if "max.timestamp" in columns else unknown
-    if None in parts:
-        raise offsets.added_file({"path": unquote(paths[parts.index(None)]), "partitionValues": {}}, table_location(table), None)
     nulls = actions.column("null_count.offset").to_pylist() if "null_count.offset" in columns else unknown
-    for p, lo, n in zip(paths, mins, nulls, strict=True):
-        if lo is not None and lo >= 0 and n:  # the checks of an add action's stats (offsets.added_file)
-            stats = {"minValues": {"offset": lo}, "nullCount": {"offset": n}}
-            offsets.added_file({"path": p, "partitionValues": {PARTITION: 0}, "stats": json.dumps(stats)}, table_location(table), None)
-    return [
-        DataFile(
-            path=unquote(p),
-            partition=int(q),
-            num_records=-1 if n is None else int(n),
-            min_offset=-1 if lo is None else int(lo),
-            max_offset=-1 if hi is None else int(hi),
-            size=int(b),
-            max_timestamp=-1 if t is None else int(t),
+    files = []
+    for p, q, n, lo, hi, b, t, nulled in zip(paths, parts, counts, mins, maxs, sizes, stamps, nulls, strict=True):
+        stats = {"minValues": {"offset": lo}, "nullCount": {"offset": nulled}} if lo is not None and lo >= 0 and nulled else {}
+        judged = offsets.judge({"path": p, "partitionValues": {PARTITION: q}, "stats": json.dumps(stats)}, table_location(table), None)
+        if isinstance(judged, offsets.RejectedFile):  # the checks of an add action's stats
+            if lenient:
+                continue
+            raise judged.error(table_location(table))
+        files.append(
+            DataFile(
+                path=unquote(p),
+                partition=int(q),
+                num_records=-1 if n is None else int(n),
+                min_offset=-1 if lo is None else int(lo),
+                max_offset=-1 if hi is None else int(hi),
+                size=int(b),
+                max_timestamp=-1 if t is None else int(t),
+            )
         )
-        for p, q, n, lo, hi, b, t in zip(paths, parts, counts, mins, maxs, sizes, stamps, strict=True)
-    ]
+    return files
 
 
 def files_added(table_uri: str, after_version: int | None, up_to_version: int) -> list[DataFile]:
@@ -120,16 +126,97 @@ def files_added(table_uri: str, after_version: int | None, up_to_version: int) -
                 uri=table_uri,
                 version=version,
             )
-        files = [offsets.added_file(a["add"], table_uri, version) for a in actions if "add" in a and a["add"].get("dataChange", True)]
-        if ends is None and any(offsets.unassigned(f) for f in files):
-            ends = _ends_after(table_uri, version - 1)
-        added.extend(files if ends is None else offsets.assign(table_uri, version, files, ends))
+        judged = _judged_adds(table_uri, version, actions)
+        if ends is None and not any(isinstance(f, offsets.RejectedFile) or offsets.unassigned(f) for f in judged):
+            added.extend(judged)
+            continue
+        if ends is None:
+            ends = ends_after(table_uri, version - 1)
+        placed = offsets.assign(table_uri, version, judged, ends)
+        if placed.rejected:
+            raise placed.rejected[0].error(table_uri)
+        added.extend(placed.files)
     return added
 
 
+def _judged_adds(table_uri: str, version: int, actions: list[dict]) -> list:
+    return [offsets.judge(a["add"], table_uri, version) for a in actions if "add" in a and a["add"].get("dataChange", True)]
+
+
+@dataclass(frozen=True)
+class VersionRead:
+    """What one version of a topic adds, as an application reading it judges it."""
+
+    version: int
+    files: list[DataFile]
+    """The files its records are in, with their offsets (assigned where the writer left them out)."""
+    rejected: list[offsets.RejectedFile]
+    """Files that break the contract for external writers: they hold no offsets."""
+    schema: str | None = None
+    """The table's schema (Delta's JSON schema string), if this version changed its metadata."""
+    removed: tuple[str, ...] = ()
+    """Files this version removed with their records (``dataChange = true``: a DELETE, an expiry;
+    not a rewrite that keeps them, such as OPTIMIZE)."""
+
+
+def read_version(table_uri: str, version: int) -> VersionRead:
+    """The files ``version`` added, every one judged against where each partition ended before it
+    (so offsets taken already are found whether or not the writer set them), and the schema it
+    set, if it changed the table's metadata. Following the log version by version reads one
+    commit file per version: the ends are cached (:class:`deltastreams.sinks._internal.offsets.OffsetLog`)."""
+    actions = read_commit(table_uri, version)
+    if actions is None:
+        raise LogRetentionError(
+            f"the commit file of version {version} of {table_uri} is gone (log retention, retention.log_keep_versions): a reader must "
+            "keep up within the retained versions, or start again from the snapshot",
+            uri=table_uri,
+            version=version,
+        )
+    judged = _judged_adds(table_uri, version, actions)
+    try:
+        ends = ends_after(table_uri, version - 1)
+    except LogRetentionError:
+        if any(isinstance(f, DataFile) and offsets.unassigned(f) for f in judged):
+            raise  # offsets to assign, and nothing to assign them from
+        ends = None  # the history before is gone: offsets the writer set are taken as they are
+    if ends is None:
+        placed = offsets.Placed([f for f in judged if isinstance(f, DataFile)], [f for f in judged if isinstance(f, offsets.RejectedFile)])
+    else:
+        placed = offsets.assign(table_uri, version, judged, ends)
+        offsets.offset_log(table_uri).remember(version, ends)
+    metadata = next((a["metaData"] for a in actions if "metaData" in a), None)
+    removed = tuple(unquote(a["remove"]["path"]) for a in actions if "remove" in a and a["remove"].get("dataChange", True))
+    return VersionRead(version, placed.files, placed.rejected, metadata.get("schemaString") if metadata else None, removed)
+
+
+def ends_after(table_uri: str, version: int) -> dict[int, int]:
+    """Next offset per partition after ``version`` (``{}`` before the first): from this process's
+    cache, else from the table's snapshot at that version if all its files carry offsets (one
+    table load, whatever the length of its history), else by following its commits."""
+    if version < 0:
+        return {}
+    log = offsets.offset_log(table_uri)
+    known = log.known(version)
+    if known is not None:
+        return known
+    try:
+        table = open_table(table_uri, version)
+    except DeltaError:  # that version cannot be loaded any more (log retention): from the commits that are left, if any
+        return _ends_after(table_uri, version)
+    files = snapshot_files(table, lenient=True)
+    if any(offsets.unassigned(f) for f in files):
+        return _ends_after(table_uri, version)
+    ends: dict[int, int] = {}
+    for f in files:
+        ends[f.partition] = max(ends.get(f.partition, 0), f.max_offset + 1)
+    log.remember(version, ends)
+    return ends
+
+
 def end_offsets(table: DeltaTable) -> dict[int, int]:
-    """Next offset of every partition that has records."""
-    files = snapshot_files(table)
+    """Next offset of every partition that has records (files that break the contract for
+    external writers hold none)."""
+    files = snapshot_files(table, lenient=True)
     if any(offsets.unassigned(f) for f in files):
         return _ends_after(table_location(table), table.version())
     ends: dict[int, int] = {}
@@ -148,8 +235,8 @@ def _known_start(table_uri: str, version: int) -> tuple[int, dict[int, int]]:
     if read_commit(table_uri, 0) is not None:
         return -1, {}
     checkpoint = _last_checkpoint(table_uri)
-    files = snapshot_files(open_table(table_uri, checkpoint)) if checkpoint is not None and checkpoint <= version else []
-    if checkpoint is None or checkpoint > version or any(offsets.unassigned(f) for f in files):
+    files = snapshot_files(open_table(table_uri, checkpoint), lenient=True) if checkpoint is not None and checkpoint <= version else []
+    if checkpoint is None or checkpoint > version or not files or any(offsets.unassigned(f) for f in files):
         raise offsets.missing_history(table_uri, version)
     ends: dict[int, int] = {}
     for f in files:
@@ -171,14 +258,16 @@ def _live_files(table_uri: str, version: int) -> list[DataFile]:
     """The table's files at ``version`` with offsets assigned, from its commits in order (a
     snapshot does not say in which order files without offsets came)."""
     start, ends = _known_start(table_uri, version)
-    live: dict[str, DataFile] = {} if start < 0 else {f.path: f for f in snapshot_files(open_table(table_uri, start))}
+    live: dict[str, DataFile] = {} if start < 0 else {f.path: f for f in snapshot_files(open_table(table_uri, start), lenient=True)}
     rewritten: set[str] = set()
     for v in range(start + 1, version + 1):
         actions = read_commit(table_uri, v)
         if actions is None:
             raise offsets.missing_history(table_uri, version)
-        changes = [offsets.added_file(a["add"], table_uri, v) for a in actions if "add" in a and a["add"].get("dataChange", True)]
-        for f in offsets.assign(table_uri, v, changes, ends):
+        placed = offsets.assign(table_uri, v, _judged_adds(table_uri, v, actions), ends)
+        if placed.rejected:
+            raise placed.rejected[0].error(table_uri)
+        for f in placed.files:
             live[f.path] = f
         for action in actions:
             if "remove" in action:

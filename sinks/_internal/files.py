@@ -177,6 +177,12 @@ def _read(table_uri: str, rel_path: str) -> pa.Table:
     return pq.read_table(f"{base}/{rel_path}", filesystem=fs)
 
 
+def read_raw_file(table_uri: str, rel_path: str) -> pa.Table:
+    """One file's rows exactly as its writer wrote them (every column, ``partition`` too if the
+    writer stored it): what a dead letter shows of a file the log rejected."""
+    return _read(table_uri, rel_path)
+
+
 def read_rows(table_uri: str, rel_path: str, schema: pa.Schema) -> pa.Table:
     """One file's rows in the table's columns (``schema``, without ``partition``): files written
     by different writers may order or type their columns differently."""

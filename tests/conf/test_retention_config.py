@@ -41,13 +41,13 @@ def test_minus_one_turns_sink_retention_off():
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("retention.purge_interval_ms", 0, "retention.purge_interval_ms must be positive"),
+        ("retention.purge_interval_ms", 0, "retention.purge_interval_ms must be a positive number of milliseconds, got 0"),
         ("retention.compaction_min_files", 1, "retention.compaction_min_files must be at least 2"),
-        ("retention.removed_file_delay_ms", -5, "retention.removed_file_delay_ms must be >= 0"),
+        ("retention.removed_file_delay_ms", -5, "retention.removed_file_delay_ms must be a number of milliseconds >= 0, got -5"),
         ("retention.sink_retention_bytes", 0, "positive or -1"),
         ("retention.log_keep_versions", "many", "retention.log_keep_versions must be an integer"),
         ("retention.enabled", "maybe", "retention.enabled must be true or false"),
-        ("retention.purge_interval", 5, r"unknown setting\(s\) \['retention.purge_interval'\]"),
+        ("retention.purge_interval", 5, r"unknown setting\(s\) 'retention.purge_interval' \(did you mean 'retention.purge_interval_ms'\?\)"),
     ],
 )
 def test_bad_retention_settings_name_the_setting(key, value, message):
@@ -57,5 +57,5 @@ def test_bad_retention_settings_name_the_setting(key, value, message):
 
 
 def test_an_unknown_top_level_key_is_still_refused():
-    with pytest.raises(ConfigError, match=r"unknown setting\(s\) \['retentoin'\]"):
+    with pytest.raises(ConfigError, match=r"unknown setting\(s\) 'retentoin' \(did you mean 'retention'\?\)"):
         StreamsConfig.load({"application_id": "app", "retentoin": 1})

@@ -48,25 +48,32 @@ def test_run_on_a_root_that_does_not_exist_names_the_missing_input_topic_and_the
 
 @pytest.mark.spark
 def test_a_failing_run_says_what_failed_in_a_few_lines_and_logs_sparks_stack_traces(tmp_path):
-    """An unreadable input file used to put ~550 lines of Spark's log4j output and Python worker
-    tracebacks on the terminal before the three lines that matter."""
+    """A task failing inside Spark used to put ~550 lines of Spark's log4j output and Python worker
+    tracebacks on the terminal before the three lines that matter. Here: a record the filter cannot
+    judge (another writer left duration_s null) with on_bad_record = fail. (A damaged input file no
+    longer fails a run: it goes to the dead-letter topic, or stops it naming `skip`:
+    tests/streams/test_bad_input.py.)"""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
     root, log = str(tmp_path / "root"), tmp_path / "run.log"
     cli("generate", "--root", root, "--events", "2000")
-    damaged = sorted((tmp_path / "root" / "topics" / "pageview-events").rglob("*.parquet"))[0]
-    damaged.write_bytes(b"not parquet: a disk or a copy went wrong" * 50)
+    row = {"partition": pa.array([0], pa.int32()), "offset": pa.array([None], pa.int64()), "timestamp": pa.array([1_700_000_000_000], pa.int64())}
+    row.update({"user_id": ["u"], "page_id": ["p"], "category": ["news"], "duration_s": pa.array([None], pa.int32())})
+    write_deltalake(f"{root}/topics/pageview-events", pa.table(row), mode="append")
     out = subprocess.run(
-        [sys.executable, "-m", "deltastreams.jobs.pageview", "run", "--root", root, "--until-caught-up", "--log-file", str(log)],
+        [sys.executable, "-m", "deltastreams.jobs.pageview", "run", "--root", root, "--until-caught-up", "--log-file", str(log), "--set", "on_bad_record=fail"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
     )
     terminal = out.stdout.splitlines()
     assert out.returncode == 1
     assert len(terminal) <= 30, out.stdout
     error, action, details = terminal[-3:]
-    assert error.startswith("error: topic 'pageview-events': committed file ") and str(damaged) in error
-    assert action.startswith("what to do: restore the file from a backup")
+    assert error.startswith("error: RecordError: KSTREAM-FILTER-0000000001 cannot process a record") and "is null for this record" in error, error
+    assert action.startswith("what to do: the stack traces are in the log file")
     assert details == f"details: {log}"
     assert "Traceback" not in out.stdout and "log4j" not in out.stdout
     logged = Path(log).read_text()
     assert "ERROR Executor: Exception in task" in logged  # Spark's log4j output, with the Java stack trace
     assert "\tat org.apache.spark." in logged
-    assert "pyarrow.lib.ArrowInvalid" in logged and "Traceback (most recent call last)" in logged  # the Python worker's
+    assert "deltastreams.conf.errors.RecordError" in logged and "Traceback (most recent call last)" in logged  # the Python worker's

@@ -13,6 +13,7 @@ import heapq
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,9 @@ from deltastreams.sinks import Topic, partition_for
 from deltastreams.streams.app import StreamsApp
 from deltastreams.streams.errors import DeltaStreamsError
 from deltastreams.streams.rescale import RescaleError, rescale
+from deltastreams.streams._internal.runtime.heartbeat import Heartbeat
 from deltastreams.streams.runtime import RESCALE_CRASH_POINTS as RESCALE_POINTS
+from deltastreams.streams.status import holders
 
 WINDOW_MS, GRACE_MS = 5000, 20_000
 T0 = 1_700_000_000_000
@@ -208,7 +211,7 @@ def test_rescaled_run_matches_an_independent_computation_of_the_rule(spark, tmp_
 
     root = str(tmp_path)
     v1, v2, v3 = prepare(spark, root, p_old, monkeypatch, seed=p_old)
-    report = rescale(topology(), config(root, p_old), n_new, min_idle_s=0)
+    report = rescale(topology(), config(root, p_old), n_new)
     assert report.repartition_records == {REPARTITION: int((v2["duration_s"] >= 30).sum())}  # the whole of trigger 2's output
     assert Topic.open(root, REPARTITION).partitions == n_new and Topic.open(root, CHANGELOG).partitions == n_new
     append(root, v3)
@@ -248,13 +251,27 @@ def logical_state(root: str) -> dict:
     }
 
 
-def rescale_cli(root: str, partitions: int, *, crash_at: str | None = None, min_idle_s: float = 0) -> subprocess.CompletedProcess:
+@contextmanager
+def alive_holder(root: str, partitions: int):
+    """The instance holding the application's logs, alive again: its heartbeat fresh and not
+    marked stopped (what a running instance writes)."""
+    held = holders(topology(), config(root, partitions))
+    instance = held[0].instance
+    beat = Heartbeat(root, APPLICATION_ID, instance, lambda: {sub: h.epoch for sub, h in held.items() if h is not None and h.instance == instance})
+    beat.start()
+    try:
+        yield
+    finally:
+        beat.stop()
+
+
+def rescale_cli(root: str, partitions: int, *, crash_at: str | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.pop("DELTASTREAMS_CRASH_AT", None)
     if crash_at:
         env["DELTASTREAMS_CRASH_AT"] = crash_at
     return subprocess.run(
-        [sys.executable, "-m", "deltastreams.jobs.rescale", "--root", root, "--application-id", APPLICATION_ID, "--partitions", str(partitions), "--min-idle-s", str(min_idle_s)],
+        [sys.executable, "-m", "deltastreams.jobs.rescale", "--root", root, "--application-id", APPLICATION_ID, "--partitions", str(partitions)],
         capture_output=True, text=True, env=env, timeout=300,
     )
 
@@ -269,12 +286,12 @@ def test_kill_9_at_every_rescale_point_then_rerun_gives_the_same_rescale_and_res
     p_old, n_new = 3, 4
     root = str(tmp_path / "killed")
     v1, v2, v3 = prepare(spark, root, p_old, monkeypatch, seed=7)
-    with pytest.raises(RescaleError, match="looks running"):  # it committed moments ago
-        rescale(topology(), config(root, p_old), n_new, min_idle_s=3600)
+    with alive_holder(root, p_old), pytest.raises(RescaleError, match="is running: sub-topology 0 is held by instance"):
+        rescale(topology(), config(root, p_old), n_new)
     assert not (Path(root) / "rescale").exists() and Topic.open(root, REPARTITION).partitions == p_old  # nothing changed
     clean = str(tmp_path / "clean")  # the same run again (a copy would not do: transaction logs name their tables' paths)
     prepare(spark, clean, p_old, monkeypatch, seed=7)
-    rescale(topology(), config(clean, p_old), n_new, min_idle_s=0)
+    rescale(topology(), config(clean, p_old), n_new)
     reference = logical_state(clean)
     assert reference["position"] == 0 and sum(len(r) for _, r in reference["repartition"]) == int((v2["duration_s"] >= 30).sum())
     assert reference["upstream_txn"] is not None  # the upstream's last batch is known published: never published twice
@@ -310,3 +327,24 @@ def test_bad_input_is_refused_with_a_clear_message(tmp_path):
         rescale(build_topology(emit="final"), settings, 3)  # emit-final keeps a buffer of its own
     with pytest.raises(RescaleError, match="object store"):
         rescale(topology(), StreamsConfig.load({"application_id": APPLICATION_ID, "root": "s3://bucket/x"}), 3)
+
+
+@pytest.mark.spark
+def test_rescale_right_after_a_clean_stop_goes_ahead_and_only_a_live_holder_stops_it(spark, tmp_path):
+    """Rescale, reset, skip and status judge liveness one way: the holder's heartbeat and its
+    stopped mark. A run that stopped cleanly a moment ago is stopped (no waiting for its last
+    commit to age); an instance alive is refused, naming it; --force is for one known dead."""
+    from deltastreams.streams.status import application_status
+
+    root = str(tmp_path)
+    append(root, events(1, seed=5))
+    run_to_the_end(spark, root, 2)  # a clean stop: the heartbeat is marked stopped
+    assert application_status(topology(), config(root, 2)).state == "stopped"
+    with alive_holder(root, 2), pytest.raises(RescaleError, match=r"is running: sub-topology 0 is held by instance \w+ .* --force"):
+        rescale(topology(), config(root, 2), 3)
+    assert not (Path(root) / "rescale").exists()  # refused before anything changed
+    report = rescale(topology(), config(root, 2), 3)  # right away: no commit age to wait for
+    assert report.partitions == 3 and Topic.open(root, REPARTITION).partitions == 3
+    with alive_holder(root, 3):
+        forced = rescale(topology(), config(root, 3), 2, force=True)  # known dead: fenced and rescaled
+    assert forced.partitions == 2 and Topic.open(root, REPARTITION).partitions == 2

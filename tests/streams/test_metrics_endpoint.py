@@ -111,7 +111,7 @@ def test_metrics_port_is_off_by_default_and_must_be_a_port():
     assert StreamsConfig.load({"application_id": "a", "metrics_port": "9400"}).metrics_port == 9400
     with pytest.raises(ConfigError, match="metrics_port must be a TCP port"):
         StreamsConfig.load({"application_id": "a", "metrics_port": 70000})
-    with pytest.raises(ConfigError, match="metrics_port must be an integer"):
+    with pytest.raises(ConfigError, match=r"metrics_port must be a TCP port \(1-65535\), or 0 for no metrics endpoint, got 'nine'"):
         StreamsConfig.load({"application_id": "a", "metrics_port": "nine"})
 
 

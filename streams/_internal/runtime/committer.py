@@ -65,8 +65,19 @@ class ExactlyOnce:
         txlog.register(self.instance)
         last = txlog.last_decided()
         if last is not None and last.exactly_once:  # an instance may have died while publishing it
-            txlog.publish(last, lambda topic, uri: open_table(uri))
+            txlog.publish(last, lambda topic, uri: open_table(uri), self._said_rolled_forward(last))
         return last
+
+    def _said_rolled_forward(self, batch: DecidedBatch):
+        """Dead letters published by a roll-forward are said, as a batch's own publication says them."""
+        dlq = self.registry.config.dlq_topic
+
+        def on_published(topic: str, version: int) -> None:
+            if topic == dlq:
+                records = sum(max(f.num_records, 0) for f in batch.tables[topic].files)
+                log.warning("batch %d, decided before the last stop, published now: %d records went to the dead-letter topic %s", batch.seq, records, dlq)
+
+        return on_published
 
     def complete(self, txlog: TransactionLog, batch: DecidedBatch, phases: Phases) -> None:
         with phases.time("decide"):

@@ -34,6 +34,9 @@ RESCALE_POINTS = (
 in :data:`POINTS`, which an application run reaches."""
 RESET_POINTS = ("reset_after_fence", "reset_after_plan", "reset_during_decide", "reset_after_decide", "reset_during_delete", "reset_before_unplan")
 """Inside ``python -m deltastreams.jobs.reset`` (:mod:`deltastreams.streams.reset`), in the order it reaches them."""
+SKIP_POINTS = ("skip_after_fence", "skip_after_decide")
+"""Inside ``python -m deltastreams.jobs.skip`` (:mod:`deltastreams.streams.skip`), in the order it reaches them."""
+_KNOWN = POINTS + KAFKA_SINK_POINTS + RESCALE_POINTS + RESET_POINTS + SKIP_POINTS
 _reached: Counter[str] = Counter()
 
 
@@ -41,8 +44,8 @@ def _armed() -> dict[str, int]:
     armed = {}
     for item in filter(None, os.environ.get("DELTASTREAMS_CRASH_AT", "").split(",")):
         point, _, nth = item.partition("@")
-        if point not in POINTS + KAFKA_SINK_POINTS + RESCALE_POINTS + RESET_POINTS:
-            raise ValueError(f"unknown crash point {point!r}; known points: {', '.join(POINTS + KAFKA_SINK_POINTS + RESCALE_POINTS + RESET_POINTS)}")
+        if point not in _KNOWN:
+            raise ValueError(f"unknown crash point {point!r}; known points: {', '.join(_KNOWN)}")
         armed[point] = int(nth or 1)
     return armed
 

@@ -25,7 +25,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from deltastreams.conf.errors import ConfigError
-from deltastreams.sinks import files_added
+from deltastreams.sinks import read_version
 from deltastreams.streams._internal.runtime.lifecycle import AppState
 
 log = logging.getLogger("deltastreams")
@@ -256,7 +256,7 @@ class _ScrapeTimeMetrics(Collector):
             for version in range(consumed + 1, latest + 1):
                 if version not in pending:  # each commit file read once, as the planner reads it
                     added: dict[int, int] = {}
-                    for f in files_added(uri, version - 1, version):
+                    for f in read_version(uri, version).files:  # as the planner judges them: bad input aside
                         added[f.partition] = added.get(f.partition, 0) + max(f.num_records, 0)
                     pending[version] = added
             behind = dict.fromkeys(range(partitions), 0)

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 
 import pyarrow as pa
 
-from deltastreams.sinks import DataFile, TopicLayout
+from deltastreams.sinks import DataFile, RejectedFile, TopicLayout
 from deltastreams.sinks.kafka import KafkaTopic
 from deltastreams.sinks.serde import HEADERS
 from deltastreams.state import ChangelogPosition
@@ -79,6 +79,13 @@ class InputFiles:
     uri: str
     layout: TopicLayout
     files: tuple[DataFile, ...]
+    versions: tuple[int | None, ...] = ()
+    """The version that added each file (empty: not known, an internal topic's backlog)."""
+    rejected: tuple[RejectedFile, ...] = ()
+    """Files of those versions that break the contract for external writers: dead-lettered."""
+    checked: bool = False
+    """An input topic other writers may append to: its files are read as the contract for
+    external writers says (:func:`deltastreams.sinks.read_input`), bad input set apart."""
 
 
 @dataclass(frozen=True)
@@ -249,6 +256,9 @@ class TaskOutcome:
     """Which state the task's live operators hold after this run (a new id when it processed
     records); once the batch commits, the driver passes it back as ``TaskPlan.committed_run``.
     None: nothing to keep."""
+    bad_input: list[dict] = field(default_factory=list)
+    """Input set apart (:class:`deltastreams.streams._internal.runtime.bad_input.BadInputReport`, as
+    dicts): dead-lettered, or, under ``on_bad_record = "fail"``, what stops the application."""
 
     def to_json(self) -> str:
         raw = asdict(self)

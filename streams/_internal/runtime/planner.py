@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from deltastreams.sinks import DataFile, files_added
+from deltastreams.sinks import DataFile, RejectedFile, files_added
 from deltastreams.state import ChangelogPosition
-from deltastreams.streams._internal.runtime.inputs import InputLog
+from deltastreams.streams._internal.runtime.inputs import InputLog, InputRange
 from deltastreams.streams._internal.runtime.kafka_sources import KafkaSources, moved
 from deltastreams.streams._internal.runtime.plan import BatchPlan, BatchSettings, InputFiles, KafkaRead, ShippedTopology, SubtopologyPlan, TaskPlan
 from deltastreams.streams._internal.runtime.registry import TopicRegistry
@@ -83,10 +83,10 @@ class Planner:
         running: set[int] = set()
         trigger = TriggerPlan(BatchPlan(batch_id, self.settings, self.shipped, ()))
         subs_by_level = sorted(self.topology.subtopologies, key=lambda s: (self.levels[s.id], s.id))
-        inputs: dict[int, dict[str, list[DataFile]]] = {}
+        inputs: dict[int, dict[str, InputRange]] = {}
         for sub in subs_by_level:
             sources: dict[str, tuple] = {}
-            files: dict[str, list[DataFile]] = {}
+            files: dict[str, InputRange] = {}
             for topic in sub.source_topics:
                 start = positions(sub.id, topic)
                 if self.kafka is not None and topic in self.kafka:  # offsets per partition
@@ -100,16 +100,17 @@ class Planner:
                     end = latest.get(topic, start)
                     added = files_added(self.registry.uri(topic), start, end) if end > start else []
                     if added:
-                        files[topic] = added
+                        files[topic] = InputRange(end, added)
                 elif topic not in self.writer_of:  # an input topic: whole versions, bounded
-                    end, added = self.inputs.bounded(topic, start, latest.get(topic, start))
-                    if added:
-                        files[topic] = added
+                    taken = self.inputs.bounded(topic, start, latest.get(topic, start))
+                    end = taken.end
+                    if taken.files or taken.rejected:
+                        files[topic] = taken
                 else:  # a repartition topic: its backlog, then fresh records if its upstream runs
                     committed = self.registry.version(topic)
                     end = None if self.writer_of[topic] in running else committed
                     if committed > start:
-                        files[topic] = files_added(self.registry.uri(topic), start, committed)
+                        files[topic] = InputRange(committed, files_added(self.registry.uri(topic), start, committed))
                 if end is None or end > start:
                     sources[topic] = (start, end)
             if sources or any(task[0] == sub.id for task in idle):
@@ -127,7 +128,7 @@ class Planner:
         self,
         sub: SubTopology,
         sources: Mapping[str, tuple[int, int | None]],
-        files: Mapping[str, list[DataFile]],
+        files: Mapping[str, InputRange],
         idle: Mapping[tuple[int, int], int],
         committed_runs: Mapping[tuple[int, int], str],
     ) -> SubtopologyPlan:
@@ -138,9 +139,9 @@ class Planner:
         tasks = []
         for partition in range(registry.tasks(sub)):
             task_inputs = tuple(
-                InputFiles(topic, registry.uri(topic), registry.layout(topic), tuple(f for f in topic_files if f.partition == partition or topic in sub.global_topics))
-                for topic, topic_files in files.items()
-                if topic in sub.global_topics or any(f.partition == partition for f in topic_files)
+                _task_input(topic, registry.uri(topic), registry.layout(topic), taken, partition, whole=topic in sub.global_topics)
+                for topic, taken in files.items()
+                if topic in sub.global_topics or any(f.partition == partition for f in taken.files) or any(_reader_of(r) == partition for r in taken.rejected)
             )
             positions = {
                 store: ChangelogPosition(
@@ -172,3 +173,18 @@ class Planner:
             changelogs=changelogs,
             entry=self.entries.get(sub.id),
         )
+
+
+def _reader_of(rejected: RejectedFile) -> int:
+    """The task that dead-letters a rejected file: its partition's, partition 0's if it has none."""
+    return rejected.partition if rejected.partition is not None else 0
+
+
+def _task_input(topic: str, uri: str, layout, taken: InputRange, partition: int, *, whole: bool) -> InputFiles:
+    """What one task reads of ``taken``: its partition's files (all of them for a global table)
+    with their versions, and the rejected files it dead-letters."""
+    chosen = [(f, v) for f, v in zip(taken.files, taken.versions or [None] * len(taken.files), strict=True) if whole or f.partition == partition]
+    return InputFiles(
+        topic, uri, layout, tuple(f for f, _ in chosen), tuple(v for _, v in chosen),
+        tuple(r for r in taken.rejected if _reader_of(r) == partition), taken.checked,
+    )  # fmt: skip

@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 
 import pyarrow as pa
 
-from deltastreams.sinks import DataFile, Topic, use_storage_options
+from deltastreams.sinks import BadInput, DataFile, Topic, read_input, use_storage_options
 from deltastreams.sinks.kafka import read_range
 from deltastreams.state import ChangelogPosition, StoreCorruptedError, TaskStores
-from deltastreams.streams._internal.processing.task import TaskProcessor
+from deltastreams.streams._internal.processing.task import DEAD_LETTER_SCHEMA, TaskProcessor
+from deltastreams.streams._internal.runtime.bad_input import BadInputReport, dead_letters
 from deltastreams.streams._internal.runtime.collector import RecordCollector, collect
 from deltastreams.streams._internal.runtime.live_task import LiveTask
 from deltastreams.streams._internal.runtime.merge import merge_fresh
 from deltastreams.streams._internal.runtime.plan import BatchPlan, BatchSettings, SubtopologyPlan, TaskOutcome, TaskPlan
 from deltastreams.streams._internal.runtime.timing import Phases
+from deltastreams.topology.nodes import SourceNode
 
 log = logging.getLogger("deltastreams")
 
@@ -76,13 +79,23 @@ class TaskExecutor:
             outcome.phases = dict(phases)
             return outcome
         with phases.time("read"):
-            inputs = dict(records) if records is not None else _read_inputs(task)
+            bad: list[BadInput] = []
+            inputs = _read_inputs(task, bad, records)
             for topic, table in fresh.items():
                 inputs[topic] = pa.concat_tables([inputs[topic], table]) if topic in inputs else table
+        outcome.bad_input = [asdict(BadInputReport.of(b)) for b in bad]
+        if bad and plan.settings.fail_on_bad_record:  # the driver stops the application, naming it
+            outcome.phases = dict(phases)
+            return outcome
+        letters = _dead_letters(plan, task, bad)
         total = sum(t.num_rows for t in inputs.values())
         idle_advance_ms = task.idle_advance_ms if total == 0 else None
         if total == 0 and idle_advance_ms is None:
             outcome.run = self.live.unchanged(task.committed_run)
+            if letters.num_rows:  # nothing to process, but bad input to dead-letter all the same
+                collector = RecordCollector(sub.outputs, task.partition)
+                collector.send(plan.settings.dead_letter_topic, letters)
+                outcome.files, outcome.dead_letters = collector.files, letters.num_rows
             outcome.phases = dict(phases)
             return outcome
         try:
@@ -98,6 +111,8 @@ class TaskExecutor:
                 )
             with phases.time("process"):
                 result = processor.process(inputs, idle_advance_ms=idle_advance_ms)
+                if letters.num_rows:
+                    result.dead_letters = pa.concat_tables([letters, result.dead_letters])
             with phases.time("write"):
                 collector = RecordCollector(sub.outputs, task.partition)
                 stamp = max((int(pa.compute.max(t.column("timestamp")).as_py() or 0) for t in inputs.values() if t.num_rows), default=0)
@@ -162,12 +177,35 @@ def _live_key(plan: BatchPlan, sub: SubtopologyPlan, task: TaskPlan) -> tuple:
     return (plan.shipped.key, task.subtopology, sub.entry, settings.caching, settings.fail_on_bad_record, settings.late_records_topic, settings.idle_close, incarnations)
 
 
-def _read_inputs(task: TaskPlan) -> dict[str, pa.Table]:
-    inputs: dict[str, pa.Table] = {}
+def _read_inputs(task: TaskPlan, bad: list[BadInput], records: Mapping[str, pa.Table] | None = None) -> dict[str, pa.Table]:
+    """The task's input records; bad input of topics other writers append to goes to ``bad``.
+    ``records``: input already read through Spark (Catalyst mode), rejected files aside."""
+    inputs: dict[str, pa.Table] = dict(records) if records is not None else {}
     for source in task.inputs:
-        if source.files:
-            inputs[source.topic] = Topic(source.topic, source.uri, source.layout).read_files(list(source.files))
-    for read in task.kafka_inputs:
-        inputs[read.topic] = read_range(read.source, read.partition, read.start, read.end)
+        topic = Topic(source.topic, source.uri, source.layout)
+        if source.checked:
+            files = list(source.files) if records is None else []  # Catalyst mode: the records came through Spark
+            read = read_input(topic, files, list(source.versions or [None] * len(source.files))[: len(files)], source.rejected)
+            bad += read.bad
+            if records is None and source.files:
+                inputs[source.topic] = read.records
+        elif records is None and source.files:
+            inputs[source.topic] = topic.read_files(list(source.files))
+    if records is None:
+        for read in task.kafka_inputs:
+            inputs[read.topic] = read_range(read.source, read.partition, read.start, read.end)
     return inputs
 
+
+def _dead_letters(plan: BatchPlan, task: TaskPlan, bad: list[BadInput]) -> pa.Table:
+    """The dead letters of the bad input a task set apart, named after the topic's source node."""
+    if not bad:
+        return DEAD_LETTER_SCHEMA.empty_table()
+    topology = plan.shipped.load()
+    tables = []
+    for source in task.inputs:
+        mine = [b for b in bad if b.topic == source.topic]
+        if mine:
+            node = next((n.name for n in topology.nodes.values() if isinstance(n, SourceNode) and source.topic in n.topics), "source")
+            tables.append(dead_letters(mine, key_column=source.layout.key_column, node=node, task=task.task_id))
+    return pa.concat_tables(tables)

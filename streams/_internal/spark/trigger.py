@@ -14,12 +14,13 @@ import logging
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from deltastreams.conf.errors import BatchTimedOutError
+from deltastreams.conf.errors import BatchTimedOutError, DeltaStreamsError
 from deltastreams.sinks import delete_file
+from deltastreams.streams._internal.runtime.bad_input import BadInputReport, say_dead_lettered
 from deltastreams.streams._internal.runtime.committer import Committer
 from deltastreams.streams._internal.runtime.crashpoints import crash_point
 from deltastreams.streams._internal.runtime.idle import IdleClock
@@ -99,8 +100,14 @@ class Trigger:
         commit_interval_s: float = 0.0,
         idle_clock: IdleClock | None = None,
         kafka_mirror: KafkaMirror | None = None,
+        stop_on_bad_input: Callable[[BadInputReport], Exception] | None = None,
     ) -> None:
         self.planner = planner
+        self.stop_on_bad_input = stop_on_bad_input
+        """With ``on_bad_record = "fail"``: the error that stops the application when a task set
+        input apart (a file that cannot be read, values in a column the topic does not have)."""
+        self.failure: DeltaStreamsError | None = None
+        """The error of ours that failed a trigger (Spark hands the application only its text)."""
         self.kafka_mirror = kafka_mirror
         """Sink topics also published to Kafka, after each decided batch (None: none)."""
         self.job = job
@@ -144,7 +151,11 @@ class Trigger:
                 return
             self._last_start = time.monotonic()
             self._refresh_inputs()
-            self.run(batch_id, self.watcher.latest())
+            try:
+                self.run(batch_id, self.watcher.latest())
+            except DeltaStreamsError as e:
+                self.failure = e
+                raise
             self.last_batch_id = batch_id
             self._tick_if_pending()
 
@@ -203,6 +214,9 @@ class Trigger:
             return False
         with phases.time("tasks"):
             outcomes = self.job.run(trigger.plan)
+        bad = [BadInputReport(**b) for o in outcomes for b in o.bad_input]
+        if bad and self.stop_on_bad_input is not None:
+            raise self.stop_on_bad_input(bad[0])  # nothing of this batch is committed
         job_seconds = time.perf_counter() - started
         with self.commit_lock:
             self._commit(trigger, outcomes, phases, started, started_at, job_seconds, wall_ms)
@@ -251,6 +265,7 @@ class Trigger:
                 self.ticks.tick()
                 break
             self._committed(mine, wall_ms)
+            say_dead_lettered([BadInputReport(**b) for o in mine for b in o.bad_input], self.planner.settings.dead_letter_topic)
             sub_phases = Phases(phases)
             sub_phases.add(published.phases)
             task_phases = Phases()
