@@ -191,14 +191,6 @@ class StreamsApp:
         if self._reports_itself:
             logging.getLogger("deltastreams.failure").error("%s", say_failure(error, self.log_file))
 
-    def summary(self) -> str:
-        """What this instance processed: ``processed N records in B batches; L late dropped, D to the DLQ``."""
-        totals = self.progress.totals
-        return (
-            f"processed {totals['records_in']:,} records in {totals['batches']} batches; {totals['dropped_late']:,} late dropped, "
-            f"{totals['dead_letters']:,} to the DLQ"
-        )
-
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -601,7 +593,7 @@ class StreamsApp:
         finally:
             self.stop()
         if self._reports_itself:
-            log.info("%s", self.summary())
+            log.info("%s", self.progress.summary())
 
 
 def _last_recorded_batch(query) -> int:

@@ -146,5 +146,5 @@ def run_from_terminal(app, *, until_caught_up: bool = False, timeout_s: float | 
         stopper.disarm()
         app.close_spark()
     ended = f"stopped on {stopped_by}: " if stopped_by else ""
-    print(f"{ended}{app.summary()}", file=sys.stderr)
+    print(f"{ended}{app.progress.summary()}", file=sys.stderr)
     return 0
