@@ -157,8 +157,8 @@ class StreamsApp:
         (``python app.py --help``), under ``python`` and ``spark-submit`` alike.
         ``settings`` (``application_id`` at least) are the application's own; a settings file
         (``--config``), ``--set`` and the flags override them."""
-        try:
-            command_line = cls.command_line(topology, settings)
+        try:  # --help shows the program's docstring
+            command_line = cls.command_line(topology, settings, description=getattr(sys.modules.get("__main__"), "__doc__", None))
         except DeltaStreamsError as e:  # the program's own settings are wrong: said, not a traceback
             print(f"error: {e}", file=sys.stderr)
             raise SystemExit(1) from None
