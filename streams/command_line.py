@@ -76,6 +76,7 @@ class CommandLine:
         self._handlers: dict[str, Handler] = {}
         self._option_settings: list[OptionSettings] = []
         """Per option that gives settings: its flag and the settings, when given."""
+        self._topology_options: list[tuple[tuple[str, ...], dict]] = []
         self._add_run()
         self._add("describe", "print the topology, in Kafka Streams' format", self._describe)
         for name, parser in add_operations(self._commands, self.application_id, root=self._own_root).items():
@@ -113,6 +114,8 @@ class CommandLine:
         the commands; ``kwargs`` are argparse's."""
         if commands is None:
             commands = _TOPOLOGY_COMMANDS if topology else _SETTINGS_COMMANDS
+            if topology:  # the standard results command, added last, builds the topology too
+                self._topology_options.append((flags, kwargs))
         dest = None
         for name in commands:
             action = self._parsers[name].add_argument(*flags, **kwargs)
@@ -237,6 +240,8 @@ class CommandLine:
         add_common_options(results, self.application_id, root=self._own_root)
         results.add_argument("--topic", help="the output topic (default: the application's only one; the error lists them)")
         results.add_argument("--latest", action="store_true", help="the latest record per key (and window), deletes dropped: the output as a table")
+        for flags, kwargs in self._topology_options:
+            results.add_argument(*flags, **kwargs)
 
     def _results(self, options: argparse.Namespace) -> int:
         from deltastreams.sinks import Topic

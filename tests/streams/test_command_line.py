@@ -76,6 +76,21 @@ def test_results_prints_every_record_or_the_latest_per_key_and_window(tmp_path, 
     assert capsys.readouterr().out.splitlines()[1:] == ["0,2,3,0,10,ann,2", "0,3,11,10,20,ann,1"]  # bob's window deleted
 
 
+def test_options_that_shape_the_topology_reach_every_command_that_builds_it(tmp_path, capsys):
+    def topology(options):
+        builder = StreamsBuilder()
+        builder.stream("clicks", key_type=pa.string(), value_type=pa.string()).to(options.output)
+        return builder.build()
+
+    cli = StreamsApp.command_line(topology, APP)
+    cli.add_option("--output", default="click-counts", topology=True)
+    _output(tmp_path, [("ann", 0, 1, 1)])
+    assert cli.main(["results", "--root", str(tmp_path), "--output", "click-counts"]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == ["0,0,1,0,10,ann,1"]
+    assert cli.main(["describe", "--output", "elsewhere"]) == 0
+    assert "(topic: elsewhere)" in capsys.readouterr().out
+
+
 def test_results_of_a_root_where_nothing_ran_says_so(tmp_path, capsys):
     assert StreamsApp.command_line(build_topology, APP).main(["results", "--root", str(tmp_path / "nowhere")]) == 1
     assert capsys.readouterr().err.startswith(f"error: no deltastreams root at {tmp_path / 'nowhere'}")
