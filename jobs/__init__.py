@@ -1,1 +1,1 @@
-"""What users run: the example applications (pageview, enrich, clicks, dedup, fkjoin) with their data generators, and the operations commands (status, reset, query, rescale, compact) for any application."""
+"""What users run: the example applications (pageview, enrich, clicks, dedup, fkjoin) with their data generators, each written as a tutorial would (docs/examples.md), and the operations commands for any application: ``deltastreams status | reset | query | rescale | compact`` (:mod:`.cli`; also ``python -m deltastreams.jobs.status``, ...)."""

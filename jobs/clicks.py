@@ -28,11 +28,9 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from deltastreams.jobs.example_cli import OPERATIONS_COMMANDS, add_operations_commands, add_run_command, print_pairs, read_pairs, run_example, run_operations
-from deltastreams.jobs.example_cli import rounds_done as example_rounds_done
-from deltastreams.jobs.roots import require_root
-from deltastreams.streams import JoinWindows, StreamsBuilder, Topology
-from deltastreams.streams.errors import DeltaStreamsError
+from deltastreams.jobs.example_output import print_pairs, read_pairs
+from deltastreams.jobs.example_output import rounds_done as example_rounds_done
+from deltastreams.streams import JoinWindows, StreamsApp, StreamsBuilder, Topology
 
 IMPRESSIONS_TOPIC = "ad-impressions"
 CLICKS_TOPIC = "ad-clicks"
@@ -135,42 +133,28 @@ def read_results(root: str) -> Counter:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.clicks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("describe", help="print the topology description")
-    gen = commands.add_parser("generate", help="append rounds of impressions and clicks")
+    cli = StreamsApp.command_line(build_topology, {"application_id": APPLICATION_ID}, prog="python -m deltastreams.jobs.clicks", description=__doc__)
+
+    def generate_command(options: argparse.Namespace) -> None:
+        generate(cli.config(options).root, rounds=options.rounds, per_round=options.per_round, seed=options.seed)
+        print(f"appended {options.rounds} rounds under {options.root}", file=sys.stderr)
+
+    gen = cli.add_command("generate", "append rounds of impressions and clicks", generate_command)
     gen.add_argument("--root", required=True)
     gen.add_argument("--rounds", type=int, default=5)
     gen.add_argument("--per-round", type=int, default=1000)
     gen.add_argument("--seed", type=int, default=0)
-    closing = commands.add_parser("close", help="append far-future clicks that close every window")
+    closing = cli.add_command("close", "append far-future clicks that close every window", lambda options: close(cli.config(options, existing_root=True).root))
     closing.add_argument("--root", required=True)
-    add_run_command(commands)
-    add_operations_commands(commands, APPLICATION_ID)
-    results = commands.add_parser("results", help="print the attributed impressions, one per line, sorted")
+
+    def results_command(options: argparse.Namespace) -> None:
+        root = cli.config(options, existing_root=True).root
+        print_pairs(reference_pairs(root) if options.reference else read_results(root))
+
+    results = cli.add_command("results", "print the attributed impressions, one per line, sorted", results_command)
     results.add_argument("--root", required=True)
     results.add_argument("--reference", action="store_true", help="the pandas computation instead of the job's output")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "describe":
-            print(build_topology().describe(), end="")
-        elif args.command == "generate":
-            generate(args.root, rounds=args.rounds, per_round=args.per_round, seed=args.seed)
-            print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
-        elif args.command == "close":
-            require_root(args.root)
-            close(args.root)
-        elif args.command in OPERATIONS_COMMANDS:
-            return run_operations(args, build_topology)
-        elif args.command == "run":
-            return run_example(args, APPLICATION_ID, build_topology)
-        else:
-            require_root(args.root)
-            print_pairs(reference_pairs(args.root) if args.reference else read_results(args.root))
-    except DeltaStreamsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return cli.main(argv)
 
 
 if __name__ == "__main__":

@@ -22,17 +22,14 @@ for runs between rounds).
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 
 import numpy as np
 import pyarrow as pa
 
-from deltastreams.jobs.example_cli import OPERATIONS_COMMANDS, add_operations_commands, add_run_command, run_example, run_operations
-from deltastreams.jobs.roots import require_root
+from deltastreams.jobs.example_output import print_table
 from deltastreams.jobs.pageview_data import START_MS, VALUE_TYPE, generate_events
-from deltastreams.streams import StreamsBuilder, TimeWindows, Topology
-from deltastreams.streams.errors import DeltaStreamsError
+from deltastreams.streams import StreamsApp, StreamsBuilder, TimeWindows, Topology
 
 VIEWS_TOPIC = "pageview-events"
 USERS_TOPIC = "users"
@@ -151,41 +148,26 @@ def read_results(root: str) -> pa.Table:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.enrich", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("describe", help="print the topology description")
-    gen = commands.add_parser("generate", help="append rounds of users updates and pageviews")
+    cli = StreamsApp.command_line(build_topology, {"application_id": APPLICATION_ID}, prog="python -m deltastreams.jobs.enrich", description=__doc__)
+
+    def generate_command(options: argparse.Namespace) -> None:
+        generate(cli.config(options).root, rounds=options.rounds, events_per_round=options.events_per_round, seed=options.seed)
+        print(f"appended {options.rounds} rounds under {options.root}", file=sys.stderr)
+
+    gen = cli.add_command("generate", "append rounds of users updates and pageviews", generate_command)
     gen.add_argument("--root", required=True)
     gen.add_argument("--rounds", type=int, default=5)
     gen.add_argument("--events-per-round", type=int, default=20_000)
     gen.add_argument("--seed", type=int, default=0)
-    add_run_command(commands)
-    add_operations_commands(commands, APPLICATION_ID)
-    results = commands.add_parser("results", help="print the counts per region and window as CSV")
+
+    def results_command(options: argparse.Namespace) -> None:
+        root = cli.config(options, existing_root=True).root
+        print_table(reference_counts(root) if options.reference else read_results(root))
+
+    results = cli.add_command("results", "print the counts per region and window as CSV", results_command)
     results.add_argument("--root", required=True)
     results.add_argument("--reference", action="store_true", help="the pandas computation instead of the job's output")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "describe":
-            print(build_topology().describe(), end="")
-        elif args.command == "generate":
-            generate(args.root, rounds=args.rounds, events_per_round=args.events_per_round, seed=args.seed)
-            print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
-        elif args.command in OPERATIONS_COMMANDS:
-            return run_operations(args, build_topology)
-        elif args.command == "run":
-            return run_example(args, APPLICATION_ID, build_topology)
-        else:
-            require_root(args.root)
-            table = reference_counts(args.root) if args.reference else read_results(args.root)
-            writer = csv.writer(sys.stdout, lineterminator="\n")
-            writer.writerow(table.column_names)
-            for row in zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True):
-                writer.writerow(row)
-    except DeltaStreamsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return cli.main(argv)
 
 
 if __name__ == "__main__":

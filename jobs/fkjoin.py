@@ -24,10 +24,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from deltastreams.jobs.example_cli import OPERATIONS_COMMANDS, add_operations_commands, add_run_command, run_example, run_operations
-from deltastreams.jobs.roots import require_root
-from deltastreams.streams import StreamsBuilder, Topology
-from deltastreams.streams.errors import DeltaStreamsError
+from deltastreams.jobs.example_output import rounds_done as example_rounds_done
+from deltastreams.streams import StreamsApp, StreamsBuilder, Topology
 
 ORDERS, CUSTOMERS, OUTPUT_TOPIC = "orders", "customers", "orders-with-customers"
 APPLICATION_ID = "fkjoin"
@@ -56,9 +54,7 @@ def _topics(root: str):
 
 
 def rounds_done(root: str) -> int:
-    from deltastreams.jobs.example_cli import rounds_done as done
-
-    return done(root, ORDERS, START_MS, ROUND_MS)
+    return example_rounds_done(root, ORDERS, START_MS, ROUND_MS)
 
 
 def generate(root: str, *, rounds: int, seed: int = 0) -> None:
@@ -115,38 +111,27 @@ def read_results(root: str) -> tuple[dict[str, str], pd.DataFrame]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deltastreams.jobs.fkjoin", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("describe", help="print the topology description")
-    gen = commands.add_parser("generate", help="append rounds of customer and order updates")
+    cli = StreamsApp.command_line(build_topology, {"application_id": APPLICATION_ID}, prog="python -m deltastreams.jobs.fkjoin", description=__doc__)
+
+    def generate_command(options: argparse.Namespace) -> None:
+        generate(cli.config(options).root, rounds=options.rounds, seed=options.seed)
+        print(f"appended {options.rounds} rounds under {options.root}", file=sys.stderr)
+
+    gen = cli.add_command("generate", "append rounds of customer and order updates", generate_command)
     gen.add_argument("--root", required=True)
     gen.add_argument("--rounds", type=int, default=5)
     gen.add_argument("--seed", type=int, default=0)
-    add_run_command(commands)
-    add_operations_commands(commands, APPLICATION_ID)
-    results = commands.add_parser("results", help="print the joined table, sorted")
+
+    def results_command(options: argparse.Namespace) -> None:
+        root = cli.config(options, existing_root=True).root
+        table = reference(root) if options.reference else read_results(root)[0]
+        for key, value in sorted(table.items()):
+            print(f"{key},{value}")
+
+    results = cli.add_command("results", "print the joined table, sorted", results_command)
     results.add_argument("--root", required=True)
     results.add_argument("--reference", action="store_true", help="the independent computation instead of the job's output")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "describe":
-            print(build_topology().describe(), end="")
-        elif args.command == "generate":
-            generate(args.root, rounds=args.rounds, seed=args.seed)
-            print(f"appended {args.rounds} rounds under {args.root}", file=sys.stderr)
-        elif args.command in OPERATIONS_COMMANDS:
-            return run_operations(args, build_topology)
-        elif args.command == "run":
-            return run_example(args, APPLICATION_ID, build_topology)
-        else:
-            require_root(args.root)
-            table = reference(args.root) if args.reference else read_results(args.root)[0]
-            for key, value in sorted(table.items()):
-                print(f"{key},{value}")
-    except DeltaStreamsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return cli.main(argv)
 
 
 if __name__ == "__main__":

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sys
 
-from deltastreams.jobs.operations_cli import main_for
+from deltastreams.jobs.cli import main_for
 
 
 def main(argv: list[str] | None = None) -> int:
-    return main_for("python -m deltastreams.jobs.query", __doc__, argv, "query")
+    return main_for("query", argv, prog="python -m deltastreams.jobs.query", description=__doc__)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import sys
 
-from deltastreams.jobs.operations_cli import main_for
+from deltastreams.jobs.cli import main_for
 
 
 def main(argv: list[str] | None = None) -> int:
-    return main_for("python -m deltastreams.jobs.reset", __doc__, argv, "reset")
+    return main_for("reset", argv, prog="python -m deltastreams.jobs.reset", description=__doc__)
 
 
 if __name__ == "__main__":

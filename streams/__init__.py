@@ -1,6 +1,6 @@
 """deltastreams: Kafka Streams' DSL on Spark, with Delta tables as the log.
 
->>> from deltastreams.streams import StreamsBuilder, TimeWindows
+>>> from deltastreams.streams import StreamsApp, StreamsBuilder, StreamsConfig, TimeWindows
 >>> builder = StreamsBuilder()
 >>> (builder.stream("clicks").group_by_key().windowed_by(TimeWindows.of_size(5000))
 ...  .count().to_stream().to("click-counts"))
@@ -9,8 +9,14 @@ Topologies:
    Sub-topology: 0
     Source: KSTREAM-SOURCE-0000000000 (topics: [clicks])
 ...
+
+``StreamsApp(builder.build(), {"application_id": "clicks", "root": "/data"}).run()`` runs it on
+Spark; ``StreamsApp.main(...)`` gives a program the bundled jobs' command line
+(:mod:`deltastreams.streams.app`). ``StreamsApp`` is imported when first named: the DSL and the
+test driver need no Spark.
 """
 
+from deltastreams.conf import StreamsConfig
 from deltastreams.conf.errors import (
     ConfigError,
     DeltaStreamsError,
@@ -41,6 +47,7 @@ from deltastreams.topology.graph import Topology
 from deltastreams.topology.records import Windowed
 
 __all__ = [
+    "ApplicationFailedError",
     "AvroFormat",
     "Branched",
     "BufferConfig",
@@ -64,7 +71,9 @@ __all__ = [
     "SessionWindowedKStream",
     "SessionWindows",
     "SlidingWindows",
+    "StreamsApp",
     "StreamsBuilder",
+    "StreamsConfig",
     "Suppressed",
     "TestRecord",
     "TimeWindowedCogroupedKStream",
@@ -75,3 +84,15 @@ __all__ = [
     "TopologyTestDriver",
     "Windowed",
 ]
+
+_LAZY = {"StreamsApp": "deltastreams.streams.app", "ApplicationFailedError": "deltastreams.streams.errors"}
+"""Names imported when first used: the application runtime imports PySpark, which the DSL, the
+test driver and every executor's task host do without."""
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'deltastreams.streams' has no attribute {name!r}")

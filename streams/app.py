@@ -1,7 +1,10 @@
 """StreamsApp: run a topology on Spark, one Structured Streaming query per application.
 
-    app = StreamsApp(topology, StreamsConfig.load({"application_id": "pageviews", "root": "/data"}))
+    app = StreamsApp(topology, {"application_id": "pageviews", "root": "/data"})
     app.run(until_caught_up=True)     # or: app.start(); ...; app.stop()
+
+    if __name__ == "__main__":        # or give a program the bundled jobs' command line:
+        StreamsApp.main(build_topology, {"application_id": "pageviews"})   # python app.py run --root /data
 
 Each trigger of the query (at most every ``commit_interval_ms``, when an input topic has new
 versions) runs every sub-topology with input, upstream first, as one Spark job, and commits each
@@ -12,15 +15,21 @@ disk (``<state_dir>/<application_id>/checkpoints/``), and a lost or corrupt chec
 nothing but a restart of the query. The driver watches the input topics and tells the query when
 there is input (:mod:`deltastreams.streams._internal.spark.ticks`). ``until_caught_up`` stops once all input
 present at start has been processed.
+
+While it runs, the console shows a line per micro-batch and the log file everything else
+(:mod:`deltastreams.streams.console`), in a program as on the command line.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any, NoReturn
 
 from deltastreams.conf import BadRecordPolicy, StreamsConfig
 from deltastreams.conf.errors import ConfigError, DeltaStreamsError, TopicNotFoundError, TopologyError
@@ -29,7 +38,7 @@ from deltastreams.streams._internal.runtime import task_host
 from deltastreams.streams._internal.runtime.bad_input import BadInputReport, stop_error
 from deltastreams.streams._internal.runtime.checkpoints import fresh_checkpoint
 from deltastreams.streams._internal.runtime.committer import Committer
-from deltastreams.streams._internal.runtime.failures import Failure, explain, root_cause
+from deltastreams.streams._internal.runtime.failures import explain, root_cause
 from deltastreams.streams._internal.runtime.idle import IdleClock, keeps_time
 from deltastreams.streams._internal.runtime.input_schema import AddedColumns, check_at_start
 from deltastreams.streams._internal.runtime.inputs import InputLog
@@ -53,6 +62,9 @@ from deltastreams.streams._internal.spark.listener import query_listener
 from deltastreams.streams._internal.spark.session import spark_session
 from deltastreams.streams._internal.spark.job import TriggerJob
 from deltastreams.streams._internal.spark.trigger import BatchMetrics, Trigger
+from deltastreams.streams.command_line import CommandLine
+from deltastreams.streams.console import default_log_file, log_to, say_failure
+from deltastreams.streams.errors import ApplicationFailedError
 from deltastreams.streams.spark import topic_frame
 from deltastreams.topology.compile import compile_subtopology, for_executors
 from deltastreams.topology.graph import Topology
@@ -66,21 +78,29 @@ log = logging.getLogger("deltastreams")
 _CHECKPOINT_RESTARTS = 3
 
 
-class ApplicationFailedError(DeltaStreamsError):
-    """The application stopped because a batch failed. ``failure`` says what failed and what to
-    do; ``details`` holds the full error (with Spark's and Python's stack traces) for the log."""
-
-    def __init__(self, application_id: str, failure: Failure, details: str) -> None:
-        super().__init__(f"application {application_id} failed: {failure.what}")
-        self.application_id = application_id
-        self.failure = failure
-        self.details = details
-
-
 class StreamsApp:
-    def __init__(self, topology: Topology, config: StreamsConfig, *, spark=None) -> None:
+    """A running application: Kafka Streams' ``KafkaStreams``, on Spark.
+
+    ``config`` is a :class:`StreamsConfig` or a mapping of its settings (``StreamsConfig.load``'s
+    names: ``{"application_id": "clicks", "root": "/data"}``). ``spark``: a session to run on
+    (default: the one spark-submit set up, else an embedded ``local[2]``). ``loglevel``: the
+    console's level for the application's lines (a line per micro-batch at INFO), or None to leave
+    logging to the program; ``log_file``: where details go (default:
+    ``<state_dir>/<application_id>/logs/``), Spark's own output too when the application starts
+    the session."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        config: StreamsConfig | Mapping[str, Any],
+        *,
+        spark=None,
+        loglevel: int | str | None = "INFO",
+        log_file: str | Path | None = None,
+    ) -> None:
         self.topology = topology
-        self.config = config
+        self.config = config if isinstance(config, StreamsConfig) else StreamsConfig.load(config)
+        config = self.config
         # This process's table and file accesses (the registry's, the committer's) reach the root
         # with these options; tasks get them in their plan.
         use_storage_options(config.storage_options)
@@ -100,9 +120,15 @@ class StreamsApp:
         """Tells ``status`` and ``reset`` this instance is alive (:mod:`deltastreams.streams._internal.runtime.heartbeat`)."""
         self._listener = None
         self._checkpoint_restarts = 0
-        self.log_file: str | None = None
-        """Set by whoever configured logging to a file (``deltastreams.streams.console``) before :meth:`start`;
-        Spark's own output goes there too (its log, its Python workers' stderr)."""
+        self.log_file: str | None = str(log_file) if log_file is not None else None
+        """Where details go (set at :meth:`start` unless ``loglevel`` is None); Spark's own output
+        goes there too (its log, its Python workers' stderr) when this application starts the session."""
+        self.loglevel = loglevel
+        self._logging_set_up = False
+        self._reports_itself = False
+        """The application says its end (a summary, or a failure in three lines) on the console
+        itself; under a command line (:func:`deltastreams.streams.console.run_from_terminal`) the
+        command line does."""
         self._lifecycle = Lifecycle()
         self._failed = False
         self.metrics: MetricsEndpoint | None = None
@@ -126,19 +152,65 @@ class StreamsApp:
             self.spark = spark_session(self.config, log_file=self.log_file)
         return topic_frame(self.spark, self.config.root, self.registry.physical(name), streaming=streaming, options=options)
 
+    # -- the command line ---------------------------------------------------------------------
+
+    @classmethod
+    def main(cls, topology: Topology | Callable[[], Topology], settings: Mapping[str, Any], *, argv: list[str] | None = None) -> NoReturn:
+        """Give a program the bundled jobs' command line and exit with its code: ``run``,
+        ``describe``, ``status``, ``reset``, ``query``, ``rescale``, ``compact``, ``results``
+        (``python app.py --help``), under ``python`` and ``spark-submit`` alike.
+        ``settings`` (``application_id`` at least) are the application's own; a settings file
+        (``--config``), ``--set`` and the flags override them."""
+        try:  # --help shows the program's docstring
+            command_line = cls.command_line(topology, settings, description=getattr(sys.modules.get("__main__"), "__doc__", None))
+        except DeltaStreamsError as e:  # the program's own settings are wrong: said, not a traceback
+            print(f"error: {e}", file=sys.stderr)
+            raise SystemExit(1) from None
+        raise SystemExit(command_line.main(argv))
+
+    @classmethod
+    def command_line(cls, topology, settings: Mapping[str, Any], *, prog: str | None = None, description: str | None = None) -> CommandLine:
+        """The command line :meth:`main` runs, to add commands or options to first (as the
+        bundled jobs add ``generate``): :class:`deltastreams.streams.command_line.CommandLine`."""
+        return CommandLine(cls, topology, settings, prog=prog, description=description)
+
+    # -- logging ------------------------------------------------------------------------------
+
+    def log_to(self, log_file: str | Path, *, whole_process: bool = False) -> None:
+        """Lines on the console (at ``loglevel``), details in ``log_file``
+        (:func:`deltastreams.streams.console.log_to`); :meth:`start` calls it unless it was called
+        already or ``loglevel`` is None."""
+        self.log_file = str(log_file)
+        log_to(Path(log_file), level=self.loglevel or "INFO", whole_process=whole_process)
+        self._logging_set_up = True
+        self._reports_itself = not whole_process
+        log.info("log file: %s", self.log_file)
+
+    def _set_up_logging(self) -> None:
+        if self._logging_set_up or self.loglevel is None:
+            return
+        self.log_to(self.log_file or default_log_file(self.config))
+
+    def _report_failure(self, error: BaseException) -> None:
+        if self._reports_itself:
+            logging.getLogger("deltastreams.failure").error("%s", say_failure(error, self.log_file))
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._set_up_logging()
         self._failed = False
         self._lifecycle.to(AppState.REBALANCING)
         try:
             self._serve_metrics()
             self._start()
-        except BaseException:
+        except BaseException as e:
             self._lifecycle.to(AppState.PENDING_ERROR)
             self._stop_heartbeat()  # a failed start holds nothing alive
             self._stop_metrics()
             self._lifecycle.to(AppState.ERROR)
+            if isinstance(e, Exception):
+                self._report_failure(e)
             raise
         self._lifecycle.to(AppState.RUNNING)
 
@@ -539,14 +611,19 @@ class StreamsApp:
             while True:
                 self._check_query()
                 if until_caught_up and self.caught_up(targets):
-                    return
+                    break
                 if deadline is not None and time.monotonic() > deadline:
                     if until_caught_up:
                         raise DeltaStreamsError(f"not caught up after {timeout_s} s")
-                    return
+                    break
                 time.sleep(0.05)
+        except Exception as e:
+            self._report_failure(e)
+            raise
         finally:
             self.stop()
+        if self._reports_itself:
+            log.info("%s", self.progress.summary())
 
 
 def _last_recorded_batch(query) -> int:

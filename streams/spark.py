@@ -20,7 +20,7 @@ import json
 
 import pyarrow as pa  # at module level: Spark resolves the UDF's type hints in this module's globals
 
-from deltastreams.sinks import Topic, current_storage_options
+from deltastreams.sinks import Topic, current_storage_options, open_table, snapshot_files
 from deltastreams.streams._internal.spark import delta_spark
 from deltastreams.streams._internal.spark.source import STORAGE_OPTIONS
 
@@ -32,10 +32,10 @@ def topic_frame(spark, root: str, name: str, *, streaming: bool = False, options
     if streaming:
         delta_spark.require(spark)
         return spark.readStream.format("delta").options(**(options or {})).load(topic.uri)
-    files = topic.files()
-    if delta_spark.available(spark) and all(f.min_offset >= 0 for f in files):
-        # Spark's own Parquet reader in the JVM: no record crosses into Python.
+    if delta_spark.available(spark) and all(f.min_offset >= 0 for f in snapshot_files(open_table(topic.uri))):
+        # Every file stores its offsets: Spark's own Parquet reader in the JVM, no record crosses into Python.
         return spark.read.format("delta").options(**(options or {})).load(topic.uri)
+    files = topic.files()  # offsets assigned from the log to files written without them
     slices = [[p, [[f.path, f.partition, f.num_records, f.min_offset, f.max_offset] for f in files if f.partition == p]] for p in range(topic.partitions)]
     return (
         spark.read.format("deltastreams")

@@ -2,7 +2,7 @@
 ``deltastreams`` and its dist-info at the top level of site-packages and nothing else (no ``conf``,
 ``state``, ``topology``, ... to collide with other distributions), holds every module of the
 checkout, and its job runs from any directory, as ``python -m deltastreams.jobs.pageview`` and as
-the ``deltastreams-pageview`` script."""
+the ``deltastreams-pageview`` script, beside the ``deltastreams`` command."""
 
 from __future__ import annotations
 
@@ -90,3 +90,6 @@ def test_the_installed_job_runs_from_any_directory(fresh_venv, tmp_path):
     assert as_module.stdout == PAGEVIEW, as_module.stderr
     as_script = subprocess.run([str(fresh_venv / "bin" / "deltastreams-pageview"), "describe"], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120)
     assert as_script.stdout == PAGEVIEW, as_script.stderr
+    # the operations commands for any application, installed with the package
+    tool = subprocess.run([str(fresh_venv / "bin" / "deltastreams"), "status", "--root", str(tmp_path), "--application-id", "pageview"], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120)
+    assert tool.returncode == 1 and tool.stderr == f"error: no deltastreams root at {tmp_path} (nothing was ever generated or run there); check --root\n", tool.stderr

@@ -17,7 +17,7 @@ import sys
 from deltastreams.conf import StreamsConfig
 from deltastreams.conf.errors import DeltaStreamsError
 from deltastreams.devtools.bench.baselines import plain_structured_streaming
-from deltastreams.jobs.roots import require_root
+from deltastreams.streams.operations import require_root
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,7 +36,8 @@ from deltastreams.conf import StreamsConfig
 from deltastreams.devtools.bench.baselines import plain_structured_streaming, pyarrow_groupby
 from deltastreams.devtools.bench.latency import steady_latency
 from deltastreams.devtools.bench.report import write_report
-from deltastreams.jobs.pageview import INPUT_TOPIC, build_topology, generate, read_results
+from deltastreams.devtools.pageview_variants import build_variant
+from deltastreams.jobs.pageview import INPUT_TOPIC, generate, read_results
 from deltastreams.devtools.servers.process_tree import job_processes
 from deltastreams.sinks import create_topic, topic_uri
 from deltastreams.streams.app import StreamsApp
@@ -111,7 +112,7 @@ def run_deltastreams(spark, root: str, *, guarantee: str, interval_ms: int, even
             "max_records_per_batch": batch_records(interval_ms, events),
         }
     )
-    app = StreamsApp(build_topology(window_ms=WINDOW_MS, grace_ms=GRACE_MS, hops=hops), config, spark=spark)
+    app = StreamsApp(build_variant(window_ms=WINDOW_MS, grace_ms=GRACE_MS, hops=hops), config, spark=spark)
     started = time.time()
     app.run(until_caught_up=True, timeout_s=3600)
     stopped = time.time()

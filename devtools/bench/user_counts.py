@@ -17,18 +17,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from pathlib import Path
 
 import pyarrow as pa
 from deltalake.exceptions import TableNotFoundError
 
-from deltastreams.conf import StreamsConfig
-from deltastreams.conf.errors import DeltaStreamsError
-from deltastreams.jobs.operations_cli import OPERATIONS_COMMANDS, add_query_command, add_reset_command, add_status_command, run_operations_command
 from deltastreams.jobs.pageview import INPUT_TOPIC, VALUE_TYPE
-from deltastreams.jobs.roots import require_root
-from deltastreams.sinks import use_storage_options
-from deltastreams.streams import StreamsBuilder
+from deltastreams.streams import StreamsApp, StreamsBuilder
 from deltastreams.topology.graph import Topology
 
 APPLICATION_ID = "user-counts"
@@ -41,22 +35,6 @@ def build_topology() -> Topology:
     counts = views.repartition(name="views-by-user").group_by_key().count()
     counts.to_stream().to(OUTPUT_TOPIC, key_column="user_id", value_column="count")
     return builder.build()
-
-
-def config_from(args: argparse.Namespace) -> StreamsConfig:
-    settings = {
-        "application_id": APPLICATION_ID,
-        "root": args.root,
-        "commit_interval_ms": args.commit_interval_ms,
-        "num_partitions": args.partitions,
-        "max_records_per_batch": args.max_records_per_batch,
-    }
-    if getattr(args, "metrics_port", None) is not None:
-        settings["metrics_port"] = args.metrics_port
-    for item in args.set or ():
-        key, _, value = item.partition("=")
-        settings[key] = value
-    return StreamsConfig.load(settings)
 
 
 def _table(root: str, name: str, storage_options: dict[str, str] | None) -> pa.Table:
@@ -86,52 +64,27 @@ def mismatches(root: str, storage_options: dict[str, str] | None = None) -> list
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deltastreams.devtools.bench.user_counts", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run the job")
-    run.add_argument("--root", required=True)
-    run.add_argument("--partitions", type=int, default=6, help="partitions of the repartition topic: tasks of the counting sub-topology")
-    run.add_argument("--commit-interval-ms", type=int, default=1000)
-    run.add_argument("--max-records-per-batch", type=int, default=1_000_000)
-    run.add_argument("--until-caught-up", action="store_true")
-    run.add_argument("--timeout-s", type=float, default=None)
-    run.add_argument("--set", action="append", metavar="KEY=VALUE", help="any setting of conf/defaults.toml")
-    run.add_argument("--log-file", default=None)
-    run.add_argument("--metrics-file", default=None)
-    run.add_argument("--metrics-port", type=int, metavar="PORT", help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics while the job runs (docs/metrics.md; metrics_port)")
-    check = commands.add_parser("check", help="compare the counts with the input; exit 1 on any difference")
-    check.add_argument("--root", required=True)
-    check.add_argument("--set", action="append", metavar="KEY=VALUE", help="storage_options.<KEY>=<value> for an object-store root")
-    add_status_command(commands, APPLICATION_ID)
-    add_reset_command(commands, APPLICATION_ID)
-    add_query_command(commands, APPLICATION_ID)
-    args = parser.parse_args(argv)
-    if args.command in OPERATIONS_COMMANDS:
-        return run_operations_command(args, build_topology)
-    if args.command == "run":
-        from deltastreams.streams.app import StreamsApp
-        from deltastreams.streams.console import run_from_terminal
+    cli = StreamsApp.command_line(
+        build_topology, {"application_id": APPLICATION_ID, "num_partitions": 6}, prog="python -m deltastreams.devtools.bench.user_counts", description=__doc__
+    )
 
-        app = StreamsApp(build_topology(), config_from(args))
-        if args.metrics_file:
-            app.progress.write_metrics_to(args.metrics_file)
-        return run_from_terminal(app, until_caught_up=args.until_caught_up, timeout_s=args.timeout_s, log_file=args.log_file and Path(args.log_file))
-    options = {k.removeprefix("storage_options."): v for k, _, v in (s.partition("=") for s in args.set or ()) if k.startswith("storage_options.")}
-    try:
-        use_storage_options(StreamsConfig.load({"application_id": APPLICATION_ID, "root": args.root, **{f"storage_options.{k}": v for k, v in options.items()}}).storage_options)
-        require_root(args.root)
-    except DeltaStreamsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    try:
-        wrong = mismatches(args.root, options or None)
-    except TableNotFoundError as e:  # the job has not written its output yet
-        print(f"error: {str(e).splitlines()[0]}; run the job first", file=sys.stderr)
-        return 1
-    for line in wrong[:20]:
-        print(line)
-    print(f"{len(wrong)} users counted wrong", file=sys.stderr)
-    return 1 if wrong else 0
+    def check(options: argparse.Namespace) -> int:
+        config = cli.config(options, existing_root=True)
+        storage_options = dict(config.storage_options) or None
+        try:
+            wrong = mismatches(config.root, storage_options)
+        except TableNotFoundError as e:  # the job has not written its output yet
+            print(f"error: {str(e).splitlines()[0]}; run the job first", file=sys.stderr)
+            return 1
+        for line in wrong[:20]:
+            print(line)
+        print(f"{len(wrong)} users counted wrong", file=sys.stderr)
+        return 1 if wrong else 0
+
+    checking = cli.add_command("check", "compare the counts with the input; exit 1 on any difference", check)
+    checking.add_argument("--root", required=True)
+    checking.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="storage_options.<KEY>=<value> for an object-store root")
+    return cli.main(argv)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-COMMAND = re.compile(r"python -m (deltastreams(?:\.[a-z_0-9]+)+)")
+COMMAND = re.compile(r"python -m (deltastreams(?:\.[a-z_0-9]+)+)(?![.\w<])")
 
 
 def named_commands() -> dict[str, list[str]]:

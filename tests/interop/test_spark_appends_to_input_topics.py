@@ -15,9 +15,10 @@ from pyspark.sql import functions as F
 
 from deltastreams.conf import StreamsConfig
 from deltastreams.sinks import Topic, TopicLayout, create_topic, topic_uri
+from tests.interop.conftest import assert_reads_like_us
 from deltastreams.streams import StreamsBuilder
 from deltastreams.streams.app import StreamsApp
-from deltastreams.streams.spark import kafka_partition
+from deltastreams.streams.spark import kafka_partition, topic_frame
 
 pytestmark = pytest.mark.spark
 
@@ -111,3 +112,17 @@ def test_spark_batch_and_streaming_appends_are_consumed_exactly_while_the_job_ru
         latest[key] = value  # partition then offset order: the last revision wins
     assert latest == dict(expected)
     assert not Topic.exists(root, "interop-dlq") or Topic.open(root, "interop-dlq").read().num_rows == 0
+
+
+def test_a_batch_frame_of_a_topic_spark_appended_to_carries_the_offsets_the_log_assigns(delta, tmp_path):
+    """topic_frame read every topic through delta-spark whenever it was in the session, since the
+    files it checked had their offsets assigned already: rows Spark appended without offsets came
+    back with a null offset. Rows of ours and Spark's, one frame, every offset the application reads."""
+    spark, root = delta, str(tmp_path)
+    ours = create_topic(root, "mixed", partitions=PARTITIONS, key_type=pa.string(), value_type=pa.string())
+    ours.append(pa.table({"key": ["k1", "k2"], "value": ["a", "b"], "timestamp": pa.array([1, 2], pa.int64())}))
+    _records(spark, 0, 30).write.format("delta").mode("append").save(ours.uri)
+    frame = topic_frame(spark, root, "mixed")
+    assert frame.where("offset IS NULL").count() == 0
+    assert assert_reads_like_us(spark, frame, Topic.open(root, "mixed")) == 32
+

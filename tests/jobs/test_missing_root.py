@@ -1,5 +1,5 @@
 """Every job command that reads a root says so when there is none (a mistyped ``--root``), in one
-line and with a non-zero exit code: not an empty result, not a traceback (:mod:`deltastreams.jobs.roots`)."""
+line and with a non-zero exit code: not an empty result, not a traceback (:func:`deltastreams.streams.operations.require_root`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from deltastreams.conf.errors import ConfigError
-from deltastreams.jobs.roots import require_root
+from deltastreams.streams.operations import require_root
 from deltastreams.sinks import create_topic, root_has_topics
 
 COMMANDS = [

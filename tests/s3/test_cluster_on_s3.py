@@ -1,4 +1,4 @@
-"""The README's cluster recipe, as run: a real standalone cluster (a master and two one-core
+"""The cluster recipe of docs/cluster.md, as run: a real standalone cluster (a master and two one-core
 workers, each its own JVM, on loopback) and an s3:// root on a real S3-compatible store. The job
 must run on the workers' executors, not silently in local mode, reach the store with the storage
 options given on the command line (driver and executors alike), keep its state on local disk,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from deltastreams.conf import StreamsConfig
+from deltastreams.devtools.pageview_variants import build_variant
 from deltastreams.jobs.pageview import APPLICATION_ID, build_topology
 from deltastreams.sinks.transaction import DecidedBatch, TransactionLog, log_property
 from deltastreams.streams._internal.runtime.topology_guard import TOPOLOGY_PROPERTY, check_topology_upgrade
@@ -23,4 +24,4 @@ def test_the_recorded_topology_refuses_an_unnamed_filter_upstream_of_the_count_o
         assert log_property(log.uri, TOPOLOGY_PROPERTY) == text
     assert check_topology_upgrade(build_topology(), config) == {}
     with pytest.raises(TopologyUpgradeError, match="store KSTREAM-AGGREGATE-STATE-STORE-0000000003 -> KSTREAM-AGGREGATE-STATE-STORE-0000000004"):
-        check_topology_upgrade(build_topology(exclude_categories=["sports"]), config)
+        check_topology_upgrade(build_variant(exclude_categories=["sports"]), config)

@@ -9,6 +9,7 @@ import pytest
 from chispa import assert_df_equality
 
 from deltastreams.conf import StreamsConfig
+from deltastreams.devtools.pageview_variants import build_variant
 from deltastreams.jobs.pageview import build_topology, generate, read_results
 from deltastreams.streams.app import StreamsApp
 from deltastreams.devtools.harness.pageview_reference import final_counts, source_events
@@ -30,7 +31,7 @@ def run_pageview(spark, root, *, guarantee="at_least_once", max_records=1_000_00
             **settings,
         }
     )
-    app = StreamsApp(build_topology(window_ms=WINDOW_MS, grace_ms=GRACE_MS, functions=functions), config, spark=spark)
+    app = StreamsApp(build_variant(window_ms=WINDOW_MS, grace_ms=GRACE_MS, functions=functions), config, spark=spark)
     app.run(until_caught_up=True, timeout_s=timeout_s)
     return app
 

@@ -18,7 +18,8 @@ import pyarrow as pa
 import pytest
 
 from deltastreams.conf import StreamsConfig
-from deltastreams.jobs.pageview import APPLICATION_ID, build_topology, input_topic, read_results
+from deltastreams.devtools.pageview_variants import build_variant
+from deltastreams.jobs.pageview import APPLICATION_ID, input_topic, read_results
 from deltastreams.jobs.pageview_data import VALUE_TYPE
 from deltastreams.sinks import open_table
 from deltastreams.sinks.transaction import log_property
@@ -75,7 +76,8 @@ def config(root: str, **settings) -> StreamsConfig:
 
 
 def topology(**options):
-    return build_topology(window_ms=WINDOW_MS, grace_ms=GRACE_MS, **options)
+    """The pageview topology, or with ``options`` the variant that shifts its names (devtools.pageview_variants)."""
+    return build_variant(window_ms=WINDOW_MS, grace_ms=GRACE_MS, **options)
 
 
 def run(spark, root: str, topology_, **settings) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltastreams.jobs.pageview import build_topology
+from deltastreams.devtools.pageview_variants import build_variant as build_topology
 from deltastreams.streams import StreamsBuilder, TimeWindows
 from deltastreams.topology.upgrade import Change, Kind, TopologyRecord, lost_state, records_of
 

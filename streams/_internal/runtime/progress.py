@@ -96,6 +96,11 @@ class Progress:
                 )
                 self.stream.flush()
 
+    def summary(self) -> str:
+        """What the application processed: ``processed N records in B batches; L late dropped, D to the DLQ``."""
+        t = self.totals
+        return f"processed {t['records_in']:,} records in {t['batches']} batches; {t['dropped_late']:,} late dropped, {t['dead_letters']:,} to the DLQ"
+
     def finish(self) -> None:
         if self.interactive:
             self.stream.write("\n")

@@ -138,7 +138,7 @@ def _action(changes: list[Change], topology: Topology) -> str:
         lines.append("to keep the committed state, give the old names back: " + "; ".join(keep))
     lines.append(
         'to start without it, set topology_upgrade = "accept_loss" (--set topology_upgrade=accept_loss; '
-        "--accept-topology-change on python -m deltastreams.jobs.pageview run)"
+        "--accept-topology-change on an application's run command)"
     )
     lines.append(
         "from now on, name stateful steps so their names stop shifting: name= on count/reduce/aggregate names the store "

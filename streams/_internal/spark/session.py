@@ -105,7 +105,8 @@ def spark_session(config: StreamsConfig, *, log_file: str | None = None):
         if key not in submitted:
             builder = builder.config(key, value)
     # Built from what was submitted (and spark_conf), so it may extend those settings.
-    for key, value in delta_spark.session_settings(config.delta_spark, {**dict(config.spark_conf), **submitted}).items():
+    settings = delta_spark.session_settings(config.delta_spark, {**dict(config.spark_conf), **submitted}, running_jvm=SparkContext._jvm)
+    for key, value in settings.items():
         builder = builder.config(key, value)
     if log_file is None:
         spark = builder.getOrCreate()
