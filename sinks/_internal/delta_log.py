@@ -49,6 +49,21 @@ def latest_version(table_uri: str, known: int) -> int:
     return version
 
 
+def oldest_commit(table_uri: str, head: int) -> int:
+    """The oldest version whose commit file is still there (``head``'s must be): a binary search
+    over which exist, since the kept ones run without gaps up to the head (log cleanup deletes
+    oldest first)."""
+    fs, base = filesystem_for(table_uri)
+    low, high = 0, head  # the answer is in [low, high]; high's file exists
+    while low < high:
+        middle = (low + high) // 2
+        if fs.get_file_info(commit_path(base, middle)).type == pafs.FileType.NotFound:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
 def read_commit(table_uri: str, version: int) -> list[dict] | None:
     """The actions of one commit, or None if its JSON file is gone (cleaned-up log)."""
     fs, path = filesystem_for(commit_path(table_uri, version))
@@ -113,12 +128,16 @@ def files_added(table_uri: str, after_version: int | None, up_to_version: int) -
     for version in range(after_version + 1, up_to_version + 1):
         actions = read_commit(table_uri, version)
         if actions is None:
+            oldest = oldest_commit(table_uri, up_to_version) if read_commit(table_uri, up_to_version) is not None else None
+            kept = f"the log now holds versions {oldest} to {up_to_version}" if oldest is not None else "the log no longer holds them"
             raise LogRetentionError(
-                f"the commit file of version {version} of {table_uri} is gone (log retention, "
-                f"retention.log_keep_versions): versions ({after_version}, {up_to_version}] cannot be read "
-                "commit by commit; a reader must keep up within the retained versions, or start again from the snapshot",
+                f"the commit file of version {version} of {table_uri} is gone: log retention deleted it ({kept}; its writers keep "
+                "commit files for the table's delta.logRetentionDuration, an application's own topics for retention.log_keep_versions). "
+                f"Versions ({after_version}, {up_to_version}] cannot be read commit by commit; a reader must keep up within the "
+                "retained versions, or start again from the snapshot",
                 uri=table_uri,
                 version=version,
+                oldest=oldest,
             )
         files = [offsets.added_file(a["add"], table_uri, version) for a in actions if "add" in a and a["add"].get("dataChange", True)]
         if ends is None and any(offsets.unassigned(f) for f in files):

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 
 
+from deltastreams.conf.errors import LogRetentionError
 from deltastreams.sinks import DataFile, files_added, latest_version, open_table
 from deltastreams.streams._internal.runtime.kafka_sources import KafkaSources
 
@@ -33,7 +34,10 @@ class InputLog:
     def files(self, topic: str, version: int) -> list[DataFile]:
         key = (topic, version)
         if key not in self._files:
-            self._files[key] = files_added(self.uris[topic], version - 1, version)
+            try:
+                self._files[key] = files_added(self.uris[topic], version - 1, version)
+            except LogRetentionError as e:
+                raise behind_retention(topic, version - 1, e) from None
         return self._files[key]
 
     def bounded(self, topic: str, start: int, latest: int) -> tuple[int, list[DataFile]]:
@@ -51,6 +55,24 @@ class InputLog:
     def forget(self, topic: str, up_to: int) -> None:
         for key in [k for k in self._files if k[0] == topic and k[1] <= up_to]:
             del self._files[key]
+
+
+def behind_retention(topic: str, position: int, error: LogRetentionError) -> LogRetentionError:
+    """The application's own words for an input topic whose log was cleaned past its position (a
+    Kafka consumer's offset out of range, with auto.offset.reset=none): it stops rather than skip
+    records, and says how to go on."""
+    oldest = f"version {error.oldest}" if error.oldest is not None else "a later version"
+    restart = f"--to-version {topic}={error.oldest - 1}" if error.oldest is not None else "--to-version <the version before the oldest kept>"
+    return LogRetentionError(
+        f"input topic '{topic}': this application consumed it up to version {position}, but the topic's log now starts at {oldest}: "
+        "its writer deleted the commit files older than the topic's delta.logRetentionDuration, so the records appended in between "
+        "can no longer be read in order (they are still in the table). The application stopped rather than skip them. To go on, "
+        f"reset it (python -m deltastreams.jobs.reset ... {restart}: reprocesses from there with empty state; docs/operations.md), "
+        "and give the topic a longer delta.logRetentionDuration than the application may stay stopped (docs/retention.md)",
+        uri=error.uri,
+        version=error.version,
+        oldest=error.oldest,
+    )
 
 
 class InputWatcher(threading.Thread):
