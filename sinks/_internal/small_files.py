@@ -81,11 +81,14 @@ def runs_to_merge(files: list[DataFile], *, fan_in: int, target_file_bytes: int)
 
 
 def merge_small_files(
-    table: DeltaTable, uri: str, *, fan_in: int = FAN_IN, min_files: int = MIN_FILES, target_file_bytes: int = TARGET_FILE_BYTES
+    table: DeltaTable, uri: str, *, fan_in: int | None = None, min_files: int | None = None, target_file_bytes: int | None = None
 ) -> Merged:
     """Merge the runs :func:`runs_to_merge` finds in every partition of ``table`` (loaded at the
     version to commit after) holding at least ``min_files`` files; written files of a commit that
-    lost are deleted."""
+    lost are deleted. Unset arguments take this module's constants as they are at the call."""
+    fan_in = FAN_IN if fan_in is None else fan_in
+    min_files = MIN_FILES if min_files is None else min_files
+    target_file_bytes = TARGET_FILE_BYTES if target_file_bytes is None else target_file_bytes
     groups = [
         g
         for files in by_partition(snapshot_files(table)).values()
