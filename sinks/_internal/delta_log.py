@@ -128,8 +128,8 @@ def files_added(table_uri: str, after_version: int | None, up_to_version: int) -
     for version in range(after_version + 1, up_to_version + 1):
         actions = read_commit(table_uri, version)
         if actions is None:
-            oldest = oldest_commit(table_uri, up_to_version) if read_commit(table_uri, up_to_version) is not None else None
-            kept = f"the log now holds versions {oldest} to {up_to_version}" if oldest is not None else "the log no longer holds them"
+            oldest = _oldest_kept(table_uri, up_to_version)
+            kept = f"the log now holds versions {oldest} to {latest_version(table_uri, oldest)}" if oldest is not None else "the log no longer holds them"
             raise LogRetentionError(
                 f"the commit file of version {version} of {table_uri} is gone: log retention deleted it ({kept}; its writers keep "
                 "commit files for the table's delta.logRetentionDuration, an application's own topics for retention.log_keep_versions). "
@@ -144,6 +144,16 @@ def files_added(table_uri: str, after_version: int | None, up_to_version: int) -
             ends = _ends_after(table_uri, version - 1)
         added.extend(files if ends is None else offsets.assign(table_uri, version, files, ends))
     return added
+
+
+def _oldest_kept(table_uri: str, up_to_version: int) -> int | None:
+    """The oldest version a cleaned log still holds, for an error message: found between a
+    version known to be there (the one asked for, or the newest checkpoint) and the start."""
+    fs, base = filesystem_for(table_uri)
+    for known in (up_to_version, _last_checkpoint(table_uri)):
+        if known is not None and fs.get_file_info(commit_path(base, known)).type != pafs.FileType.NotFound:
+            return oldest_commit(table_uri, known)
+    return None
 
 
 def end_offsets(table: DeltaTable) -> dict[int, int]:
