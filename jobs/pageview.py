@@ -28,6 +28,7 @@ import csv
 import os
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -170,12 +171,13 @@ def generate_steady(
     late_fraction: float = 0.05,
     max_lateness_ms: int = 30_000,
     status_file: str | None = None,
+    log_retention: timedelta | None = None,
 ) -> SteadyProgress:
     """Append ``rate`` pageviews a second, stamped with the time of their append, for
     ``duration_s`` or until SIGTERM/SIGINT (see :mod:`deltastreams.jobs.steady`); ``status_file`` is rewritten
-    with the progress about once a second."""
+    with the progress about once a second. ``log_retention``: the topic's, if this creates it."""
     generator = SteadyGenerator(
-        input_topic(root, partitions), rate, duration_s=duration_s, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, seed=seed
+        input_topic(root, partitions, log_retention=log_retention), rate, duration_s=duration_s, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, seed=seed
     )
     status = StatusFile(status_file) if status_file else None
     with calling_on_stop_signals(lambda name: generator.stop()):
@@ -185,13 +187,16 @@ def generate_steady(
     return progress
 
 
-def input_topic(root: str, partitions: int = 2):
-    """The ``pageview-events`` topic under ``root``, created (keyed by user_id) if missing."""
+def input_topic(root: str, partitions: int = 2, *, log_retention: timedelta | None = None):
+    """The ``pageview-events`` topic under ``root``, created (keyed by user_id) if missing, with
+    ``log_retention`` as its ``delta.logRetentionDuration`` (None: the default of the topics
+    deltastreams creates)."""
     from deltastreams.sinks import Topic, create_topic
 
     if Topic.exists(root, INPUT_TOPIC):
         return Topic.open(root, INPUT_TOPIC)
-    return create_topic(root, INPUT_TOPIC, partitions=partitions, key_type=pa.string(), value_type=VALUE_TYPE, key_column="user_id")
+    retention = {} if log_retention is None else {"log_retention": log_retention}
+    return create_topic(root, INPUT_TOPIC, partitions=partitions, key_type=pa.string(), value_type=VALUE_TYPE, key_column="user_id", **retention)
 
 
 RAW_SCHEMA = pa.schema(
@@ -294,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--rate", type=int, help="instead: a steady stream of this many events per second, stamped with the time of their append")
     gen.add_argument("--duration-s", type=float, help="with --rate: for this long (default: until SIGTERM or SIGINT)")
     gen.add_argument("--status-file", help="with --rate: a JSON file rewritten about once a second with what was appended")
+    gen.add_argument(
+        "--log-retention-ms", type=int,
+        help="with --rate, on a new topic: its delta.logRetentionDuration (commit files older than this are deleted as it goes; default: one day)",
+    )  # fmt: skip
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--users", type=int, default=100_000, help="with --events: distinct users (keys of the input)")
     gen.add_argument("--source-partitions", type=int, default=2)
@@ -338,8 +347,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("generate --kafka takes --events N (--rate streams into a Delta topic only)")
     if args.command == "generate" and (args.events is None) == (args.rate is None):
         parser.error("generate takes --events N (a batch of events) or --rate EVENTS_PER_S (a steady stream), one of them")
-    if args.command == "generate" and args.rate is None and (args.duration_s is not None or args.status_file is not None):
-        parser.error("--duration-s and --status-file go with --rate")
+    if args.command == "generate" and args.rate is None and (args.duration_s is not None or args.status_file is not None or args.log_retention_ms is not None):
+        parser.error("--duration-s, --status-file and --log-retention-ms go with --rate")
+    if args.command == "generate" and args.log_retention_ms is not None and args.log_retention_ms <= 0:
+        parser.error("--log-retention-ms must be positive")
     try:
         return _command(args)
     except DeltaStreamsError as e:
@@ -389,6 +400,7 @@ def _command(args: argparse.Namespace) -> int:
             late_fraction=args.late_fraction,
             max_lateness_ms=args.max_lateness_ms,
             status_file=args.status_file,
+            log_retention=None if args.log_retention_ms is None else timedelta(milliseconds=args.log_retention_ms),
         )
         print(f"{progress.line()}; topic {INPUT_TOPIC} under {args.root}", file=sys.stderr)
     elif args.command == "generate" and args.kafka:
