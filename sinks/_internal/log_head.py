@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 
 import pyarrow.fs as pafs
@@ -56,8 +56,6 @@ class Known:
     log_retention: timedelta
     oldest: int | None = None
     """The oldest commit file still in the log, once a cleanup has looked for it."""
-    loads: int = field(default=1)
-    """How often the table was loaded (1 for a head that never had to load again)."""
 
 
 @dataclass(frozen=True)
@@ -80,17 +78,13 @@ class LogHead:
         self.uri = uri
         self.lock = threading.RLock()
         self._known: Known | None = None
-        self.commit_files_read = 0
-        """Commit files read to catch up, since this head was made (for tests and benchmarks)."""
 
     def known(self, table_id: str | None = None) -> Known:
         """The head as known, after checking it still stands (one probe): loaded again if the log
         no longer holds the version known, or belongs to another table than ``table_id``."""
         known = self._known
         if known is None or (table_id is not None and table_id != known.table_id) or not self._commit_exists(known.version):
-            loads = 0 if known is None else known.loads
             self._known = known = self._load()
-            known.loads += loads
         return known
 
     def current(self, table_id: str | None = None) -> Known:
@@ -115,7 +109,6 @@ class LogHead:
             ends=delta_log.end_offsets(table),
             checkpoint_interval=checkpoint_interval(table),
             log_retention=log_expiry.log_retention(metadata.configuration),
-            loads=1,
         )
 
     def catch_up(self) -> None:
@@ -127,7 +120,6 @@ class LogHead:
             actions = read_commit(self.uri, known.version + 1)
             if actions is None:  # the head: the known version is there (known() probed it), and the log has no gaps
                 return
-            self.commit_files_read += 1
             version = known.version + 1
             adds = [offsets.added_file(a["add"], self.uri, version) for a in actions if "add" in a and a["add"].get("dataChange", True)]
             offsets.assign(self.uri, version, adds, known.ends)
@@ -166,12 +158,14 @@ class LogHead:
             expired = log_expiry.delete_before(self.uri, cut, oldest=known.oldest, interval=known.checkpoint_interval) if cut is not None else None
             if expired is not None:
                 known.oldest = expired.oldest
-            return Maintenance(
+            done = Maintenance(
                 checkpoint=version,
                 files_merged=merged.removed,
                 log_files_deleted=expired.log_files if expired else 0,
                 data_files_deleted=expired.data_files if expired else 0,
             )
+            log.debug("%s at version %d: %s", self.uri, version, done)
+            return done
         except Exception:  # noqa: BLE001 - the append itself is committed
             log.warning("checkpoint or log cleanup of %s at version %d failed; the next due version tries again", self.uri, version, exc_info=True)
             return Maintenance()
