@@ -221,6 +221,9 @@ class StreamsApp:
             self.metrics.watch_inputs(InputView(uris, self.trigger.watcher.latest, self.trigger.consumed, partitions))
             if self.retention is not None:
                 self.metrics.watch_retention(self.retention.totals)
+        # An input log cleaned past a position fails now, in the application's words, rather than
+        # in the query's first batch (docs/retention.md, "Readers behind the log").
+        inputs.require_positions(self.trigger.consumed, self.trigger.watcher.latest())
         # A crash between two sub-topologies' commits leaves repartition records committed but
         # not consumed: process them before new input arrives (no trigger would come for them).
         with phases.time("backlog"):

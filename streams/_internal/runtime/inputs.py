@@ -40,6 +40,15 @@ class InputLog:
                 raise behind_retention(topic, version - 1, e) from None
         return self._files[key]
 
+    def require_positions(self, consumed: Callable[[str], int], latest: Mapping[str, int]) -> None:
+        """Read the version after every input topic's position, if there is one (the first
+        batch reads it anyway: it stays cached): a log cleaned past the position fails here, at
+        start (:func:`behind_retention`)."""
+        for topic in self.uris:
+            position = consumed(topic)
+            if latest.get(topic, position) > position:
+                self.files(topic, position + 1)
+
     def bounded(self, topic: str, start: int, latest: int) -> tuple[int, list[DataFile]]:
         """The end version of the next batch after ``start`` (at most ``latest``) and its files."""
         end, taken, files = start, 0, []
