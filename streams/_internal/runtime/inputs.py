@@ -75,7 +75,7 @@ def behind_retention(topic: str, position: int, error: LogRetentionError) -> Log
     return LogRetentionError(
         f"input topic '{topic}': this application consumed it up to version {position}, but the topic's log now starts at {oldest}: "
         "its writer deleted the commit files older than the topic's delta.logRetentionDuration, so the records appended in between "
-        "can no longer be read in order (they are still in the table). The application stopped rather than skip them. To go on, "
+        "can no longer be read in order (they are still in the table). The application stops rather than skip them. To go on, "
         f"reset it (python -m deltastreams.jobs.reset ... {restart}: reprocesses from there with empty state; docs/operations.md), "
         "and give the topic a longer delta.logRetentionDuration than the application may stay stopped (docs/retention.md)",
         uri=error.uri,
