@@ -383,7 +383,8 @@ class Topic:
 
     def commit(self, files: Sequence[DataFile], *, table: DeltaTable | None = None, txn: tuple[str, int] | None = None) -> int:
         """Add prepared files in one atomic Delta commit; exclusive, because their offsets were
-        assigned against the version ``table`` is at."""
+        assigned against the version ``table`` is at. Through delta-rs, whose commit lists the
+        whole log: :meth:`append` is the path whose cost does not grow with it."""
         table = table if table is not None else self.delta_table()
         return delta_log.commit_files(table, files, schema=self.layout.table_schema(), txn=txn, exclusive=True)
 
@@ -394,8 +395,8 @@ class Topic:
         right after the version this process knows, in one conditional write. Another writer
         committing first (a Spark job appending to the same topic) moves the ends: the files are
         written again after them, up to ``attempts`` times. Every ``delta.checkpointInterval``
-        versions the append also writes a checkpoint and deletes the commit files older than
-        ``delta.logRetentionDuration`` (docs/retention.md)."""
+        versions the append also writes a checkpoint, merges small files and deletes the commit
+        files older than ``delta.logRetentionDuration`` (docs/retention.md)."""
         head = log_head(self.uri)
         with head.lock:
             for attempt in range(1, attempts + 1):
