@@ -11,8 +11,8 @@ from the metrics file), the input's append cadence and the job's (median gap bet
 topic's appends and between the output topic's, followed every second as they come) and the
 job's latency (p99 over the output's commits of how old their newest record was), files and
 bytes under ``topics/`` per kind of topic, transaction-log versions, files under the Spark
-checkpoints and the local state, resident memory of the driver, its JVM and every other process
-of the job (Spark's Python daemon and workers, task hosts: see
+checkpoints and the local state, resident memory of the generator, of the driver, its JVM and
+every other process of the job (Spark's Python daemon and workers, task hosts: see
 :mod:`deltastreams.devtools.servers.process_tree`), the generator's progress and the job's lag behind it. It prints a row
 per sample, stops the generator and the job with SIGTERM (the job stops between micro-batches;
 the soak checks that it exited 0 and left no process behind), prints the cadences and latency per
@@ -203,6 +203,7 @@ class Soak:
         outputs = [c for c in self.output_commits.commits if start < c.time <= end]
         status = _read_json(self.status_path)
         generated = status.get("events")
+        processes = all_processes()
         row = {
             "t": round(t, 1),
             "time": time.time(),
@@ -218,7 +219,8 @@ class Soak:
             "generator_behind": status.get("behind_events"),
             "lag": None if generated is None else generated - consumed,
             **storage(self.settings.root, self.state_dir, APPLICATION_ID, (INPUT_TOPIC,)),
-            "rss_mb": memory(self.job.pid, all_processes()),
+            "rss_mb": memory(self.job.pid, processes),
+            "generator_rss_mb": _rss_mb(processes, self.generator.pid),
         }
         if self.samples:
             row["consumed_per_s"] = round((consumed - self.samples[-1]["consumed"]) / max(t - previous_t, 1e-9), 1)
@@ -253,6 +255,11 @@ def _read_json(path: Path) -> dict:
         return {}
 
 
+def _rss_mb(processes: dict[int, ProcessInfo], pid: int) -> float | None:
+    info = processes.get(pid)
+    return None if info is None else round(info.rss_bytes / 2**20, 1)
+
+
 def _gap_p50(times: list[float]) -> float | None:
     _, ms = verdict.gaps(times)
     return round(float(np.median(ms)), 1) if ms else None
@@ -285,7 +292,7 @@ def _kill(info: ProcessInfo) -> None:
 
 HEADER = (
     f"{'t s':>6} {'batches':>7} {'p50 ms':>7} {'p95 ms':>7} {'in/s':>7} {'lag':>8} | {'in gap':>6} {'out gap':>7} {'lat p99':>7} | {'topics files':>12} {'MB':>7} "
-    f"{'input':>7} {'repart':>7} {'chlog':>7} {'sink':>7} | {'txlog v':>7} {'ckpt':>6} {'state':>6} | RSS MB {'drv':>5} {'jvm':>5} {'py (n)':>11} {'total':>6}"
+    f"{'input':>7} {'repart':>7} {'chlog':>7} {'sink':>7} | {'txlog v':>7} {'ckpt':>6} {'state':>6} | RSS MB {'drv':>5} {'jvm':>5} {'py (n)':>11} {'total':>6} {'gen':>5}"
 )
 
 
@@ -301,7 +308,7 @@ def _row(s: dict) -> str:
         f"{s['topics_files']:>12,} {s['topics_bytes'] / 2**20:>7,.1f} "
         f"{topics['input']['files']:>7,} {topics['repartition']['files']:>7,} {topics['changelog']['files']:>7,} {topics['sink']['files']:>7,} | "
         f"{s['transaction_versions']:>7,} {s['checkpoint_files']:>6,} {s['state_files']:>6,} | "
-        f"{'':6} {rss['driver']:>5,.0f} {rss['jvm']:>5,.0f} {rss['python']:>6,.0f} ({rss['python_processes']:>2}) {rss['total']:>6,.0f}"
+        f"{'':6} {rss['driver']:>5,.0f} {rss['jvm']:>5,.0f} {rss['python']:>6,.0f} ({rss['python_processes']:>2}) {rss['total']:>6,.0f} {_fmt(s['generator_rss_mb']):>5}"
     )
 
 
@@ -353,6 +360,7 @@ def judge(soak: Soak, stop: dict) -> tuple[list[verdict.Check], dict, verdict.Wi
         verdict.batch_time_check(batches, windows),
         topics,
         verdict.memory_check(soak.samples, windows),
+        verdict.memory_check(soak.samples, windows, name="generator memory flat", rss=lambda s: s.get("generator_rss_mb")),
         verdict.generator_check(final.get("achieved_rate"), soak.settings.rate),
         verdict.lag_check(lag, soak.settings.rate),
         stopped,

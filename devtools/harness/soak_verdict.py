@@ -32,7 +32,8 @@ Checks (each passes, fails, or is undecided when its window holds too little to 
   input's. The last window must start after the first retention cycle has completed for this to
   mean "flat after retention".
 - **memory flat**: the mean resident memory of all the job's processes over the last window's
-  samples is at most 10% above the baseline's.
+  samples is at most 10% above the baseline's; **generator memory flat**: the same for the
+  generator (the writer) alone.
 - **generator kept its rate** (else the run measured a different load): at least 95% of target.
 - **job kept up**: the input not yet consumed at the end is at most 10 s of input.
 """
@@ -206,13 +207,15 @@ def topics_check(samples: list[dict], windows: Windows) -> tuple[Check, dict]:
     ), slopes
 
 
-def memory_check(samples: list[dict], windows: Windows) -> Check:
-    base = [s["rss_mb"]["total"] for s in samples if _within(s["t"], windows.baseline, closed=True)]
-    last = [s["rss_mb"]["total"] for s in samples if _within(s["t"], windows.last)]
+def memory_check(samples: list[dict], windows: Windows, *, name: str = "memory flat", rss=lambda s: s["rss_mb"]["total"]) -> Check:
+    """The mean of ``rss(sample)`` (MB; default: every process of the job) over the last window
+    against the baseline's."""
+    base = [rss(s) for s in samples if _within(s["t"], windows.baseline, closed=True) and rss(s) is not None]
+    last = [rss(s) for s in samples if _within(s["t"], windows.last) and rss(s) is not None]
     if not base or not last:
-        return Check("memory flat", None, f"{len(base)} samples in the baseline, {len(last)} in the last window")
+        return Check(name, None, f"{len(base)} samples in the baseline, {len(last)} in the last window")
     b, l = float(np.mean(base)), float(np.mean(last))
-    return Check("memory flat", l <= b * (1 + GROWTH_LIMIT), f"mean RSS {l:,.0f} MB over the last window vs {b:,.0f} MB in the baseline: {(l / b - 1) * 100:+.0f}% (limit +{GROWTH_LIMIT:.0%})")
+    return Check(name, l <= b * (1 + GROWTH_LIMIT), f"mean RSS {l:,.0f} MB over the last window vs {b:,.0f} MB in the baseline: {(l / b - 1) * 100:+.0f}% (limit +{GROWTH_LIMIT:.0%})")
 
 
 def generator_check(achieved_rate: float | None, rate: int) -> Check:

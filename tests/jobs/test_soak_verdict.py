@@ -151,3 +151,13 @@ def test_the_input_yardstick_for_files_is_what_its_appends_wrote():
         s["input_files_written"], s["topics"]["input"]["files"] = s["topics"]["input"]["files"], 150
     check, _ = topics_check(samples, Windows.for_duration(720))
     assert check.passed is True and "1,800 files written/min" in check.detail
+
+
+def test_the_generators_memory_is_judged_apart_from_the_jobs():
+    samples = _samples(0, 0)
+    for s in samples:
+        s["generator_rss_mb"] = 320 + (80 if s["t"] > 420 else 0)  # the writer grew, the job did not
+    windows = Windows.for_duration(720)
+    assert memory_check(samples, windows).passed is True
+    grown = memory_check(samples, windows, name="generator memory flat", rss=lambda s: s["generator_rss_mb"])
+    assert grown.passed is False and "400 MB over the last window vs 320 MB" in grown.detail
