@@ -93,17 +93,21 @@ class SchemaMismatchError(TopicError):
 
 class LogRetentionError(DeltaStreamsError):
     """A reader asked for commits of a Delta table whose commit files log retention has deleted
-    (Kafka's OffsetOutOfRange). ``uri`` is the table, ``version`` the first missing commit.
+    (Kafka's OffsetOutOfRange). ``uri`` is the table, ``version`` the first missing commit,
+    ``oldest`` the oldest version the log still holds (None if unknown).
 
     Inside an application this means a reader fell further behind than the retained history
-    allows (``retention.log_keep_versions``) or something else deleted the log; an outside reader
-    must start again from the table's current snapshot.
+    allows (``retention.log_keep_versions`` for the topics it writes; an input topic's
+    ``delta.logRetentionDuration``, which its writers apply) or something else deleted the log:
+    an application behind its input's log is reset past the gap (docs/retention.md); an outside
+    reader must start again from the table's current snapshot.
     """
 
-    def __init__(self, message: str, *, uri: str, version: int) -> None:
+    def __init__(self, message: str, *, uri: str, version: int, oldest: int | None = None) -> None:
         super().__init__(message)
         self.uri = uri
         self.version = version
+        self.oldest = oldest
 
 
 class ExternalAppendError(DeltaStreamsError):

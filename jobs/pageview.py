@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
+from datetime import timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -69,13 +70,16 @@ def build_topology(*, window_ms: int = 5000, grace_ms: int = 10_000, min_duratio
 # -- the input ----------------------------------------------------------------------------------
 
 
-def input_topic(root: str, partitions: int = 2):
-    """The ``pageview-events`` topic under ``root``, created (keyed by user_id) if missing."""
+def input_topic(root: str, partitions: int = 2, *, log_retention: timedelta | None = None):
+    """The ``pageview-events`` topic under ``root``, created (keyed by user_id) if missing, with
+    ``log_retention`` as its ``delta.logRetentionDuration`` (None: the default of the topics
+    deltastreams creates)."""
     from deltastreams.sinks import Topic, create_topic
 
     if Topic.exists(root, INPUT_TOPIC):
         return Topic.open(root, INPUT_TOPIC)
-    return create_topic(root, INPUT_TOPIC, partitions=partitions, key_type=pa.string(), value_type=VALUE_TYPE, key_column="user_id")
+    retention = {} if log_retention is None else {"log_retention": log_retention}
+    return create_topic(root, INPUT_TOPIC, partitions=partitions, key_type=pa.string(), value_type=VALUE_TYPE, key_column="user_id", **retention)
 
 
 def generate(
@@ -113,12 +117,13 @@ def generate_steady(
     late_fraction: float = 0.05,
     max_lateness_ms: int = 30_000,
     status_file: str | None = None,
+    log_retention: timedelta | None = None,
 ) -> SteadyProgress:
     """Append ``rate`` pageviews a second, stamped with the time of their append, for
     ``duration_s`` or until SIGTERM/SIGINT (see :mod:`deltastreams.jobs.steady`); ``status_file`` is rewritten
-    with the progress about once a second."""
+    with the progress about once a second. ``log_retention``: the topic's, if this creates it."""
     generator = SteadyGenerator(
-        input_topic(root, partitions), rate, duration_s=duration_s, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, seed=seed
+        input_topic(root, partitions, log_retention=log_retention), rate, duration_s=duration_s, late_fraction=late_fraction, max_lateness_ms=max_lateness_ms, seed=seed
     )
     status = StatusFile(status_file) if status_file else None
     with calling_on_stop_signals(lambda name: generator.stop()):
@@ -220,8 +225,10 @@ def main(argv: list[str] | None = None) -> int:
             cli.parser.error("generate --kafka takes --events N (--rate streams into a Delta topic only)")
         if (options.events is None) == (options.rate is None):
             cli.parser.error("generate takes --events N (a batch of events) or --rate EVENTS_PER_S (a steady stream), one of them")
-        if options.rate is None and (options.duration_s is not None or options.status_file is not None):
-            cli.parser.error("--duration-s and --status-file go with --rate")
+        if options.rate is None and (options.duration_s is not None or options.status_file is not None or options.log_retention_ms is not None):
+            cli.parser.error("--duration-s, --status-file and --log-retention-ms go with --rate")
+        if options.log_retention_ms is not None and options.log_retention_ms <= 0:
+            cli.parser.error("--log-retention-ms must be positive")
         if options.kafka:
             n = generate_to_kafka(
                 options.kafka, options.events, seed=options.seed, partitions=options.source_partitions, late_fraction=options.late_fraction,
@@ -234,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             progress = generate_steady(
                 options.root, options.rate, duration_s=options.duration_s, seed=options.seed, partitions=options.source_partitions,
                 late_fraction=options.late_fraction, max_lateness_ms=options.max_lateness_ms, status_file=options.status_file,
+                log_retention=None if options.log_retention_ms is None else timedelta(milliseconds=options.log_retention_ms),
             )  # fmt: skip
             print(f"{progress.line()}; topic {INPUT_TOPIC} under {options.root}", file=sys.stderr)
             return 0
@@ -252,6 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--rate", type=int, help="instead: a steady stream of this many events per second, stamped with the time of their append")
     gen.add_argument("--duration-s", type=float, help="with --rate: for this long (default: until SIGTERM or SIGINT)")
     gen.add_argument("--status-file", help="with --rate: a JSON file rewritten about once a second with what was appended")
+    gen.add_argument(
+        "--log-retention-ms", type=int,
+        help="with --rate, on a new topic: its delta.logRetentionDuration (commit files older than this are deleted as it goes; default: one day)",
+    )  # fmt: skip
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--users", type=int, default=100_000, help="with --events: distinct users (keys of the input)")
     gen.add_argument("--source-partitions", type=int, default=2)

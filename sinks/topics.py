@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -25,14 +26,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 from deltalake import DeltaTable
-from deltalake.exceptions import CommitFailedError
 
 from deltastreams.sinks._internal import delta_log
 from deltastreams.sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, delete_file, filesystem_for, read_data_file, under_root, write_partition_file
+from deltastreams.sinks._internal.log_commit import CHECKPOINT_INTERVAL_PROPERTY, append_at
+from deltastreams.sinks._internal.log_expiry import LOG_RETENTION_PROPERTY, interval_text
+from deltastreams.sinks._internal.log_head import log_head
 from deltastreams.sinks._internal.storage import create_table, open_table, table_exists
 from deltastreams.sinks.partitioner import partitions_for
 from deltastreams.sinks.serde import HEADERS, HEADERS_TYPE
-from deltastreams.conf.errors import RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError, UnreadableFileError
+from deltastreams.conf.errors import CommitError, RecordError, SchemaMismatchError, TopicExistsError, TopicNotFoundError, UnreadableFileError
 
 WINDOW_START = "window_start"
 WINDOW_END = "window_end"
@@ -40,6 +43,11 @@ KEY = "key"
 VALUE = "value"
 _FORMAT = "deltastreams-topic/1"
 _RESERVED = (PARTITION, OFFSET, TIMESTAMP, WINDOW_START, WINDOW_END, HEADERS)
+DEFAULT_LOG_RETENTION = timedelta(days=1)
+"""``delta.logRetentionDuration`` of the topics deltastreams creates. Shorter than Delta's 30 days:
+a writer appending ten times a second keeps 864,000 commit files a day, and every load of the
+table (each checkpoint) lists them; long enough for a stopped application to resume within a day
+(an incremental reader behind the log gets LogRetentionError: docs/retention.md)."""
 
 
 def reserved_columns() -> tuple[str, ...]:
@@ -280,10 +288,12 @@ class AppendResult:
 class Topic:
     """A topic's Delta table: append records, read them back in offset order."""
 
-    def __init__(self, name: str, uri: str, layout: TopicLayout) -> None:
+    def __init__(self, name: str, uri: str, layout: TopicLayout, *, table_id: str | None = None) -> None:
         self.name = name
         self.uri = uri
         self.layout = layout
+        self.table_id = table_id
+        """The Delta table's id when known: a table created again at the same place is another topic."""
 
     @property
     def partitions(self) -> int:
@@ -320,7 +330,7 @@ class Topic:
                 "create topics with deltastreams.sinks.create_topic",
                 topic=name,
             ) from None
-        return cls(name, uri, layout)
+        return cls(name, uri, layout, table_id=table.metadata().id)
 
     @classmethod
     def exists(cls, root: str | Path, name: str) -> bool:
@@ -333,9 +343,12 @@ class Topic:
         return self.delta_table().version()
 
     def end_offsets(self) -> dict[int, int]:
-        """Next offset per partition (0 for an empty partition)."""
-        ends = delta_log.end_offsets(self.delta_table())
-        return {p: ends.get(p, 0) for p in range(self.partitions)}
+        """Next offset per partition (0 for an empty partition), after every commit so far: from
+        what this process knows of the log's head, and the commit files written since."""
+        head = log_head(self.uri)
+        with head.lock:
+            ends = head.current(self.table_id).ends
+            return {p: ends.get(p, 0) for p in range(self.partitions)}
 
     # -- appending --------------------------------------------------------------------------
 
@@ -384,28 +397,40 @@ class Topic:
 
     def commit(self, files: Sequence[DataFile], *, table: DeltaTable | None = None, txn: tuple[str, int] | None = None) -> int:
         """Add prepared files in one atomic Delta commit; exclusive, because their offsets were
-        assigned against the version ``table`` is at."""
+        assigned against the version ``table`` is at. Through delta-rs, whose commit lists the
+        whole log: :meth:`append` is the path whose cost does not grow with it."""
         table = table if table is not None else self.delta_table()
         return delta_log.commit_files(table, files, schema=self.layout.table_schema(), txn=txn, exclusive=True)
 
     def append(self, records: pa.Table, *, attempts: int = 10) -> AppendResult:
         """Append records (record form: ``key``, ``value``, ``timestamp``, optional ``partition``)
-        in one Delta commit, assigning dense offsets per partition. Another writer committing
-        first (a Spark job appending to the same topic) moves the ends: the files are written
-        again after them, up to ``attempts`` times."""
-        for attempt in range(1, attempts + 1):
-            table = self.delta_table()
-            files = self.prepare_files(records, delta_log.end_offsets(table))
-            if not files:
-                return AppendResult(table.version(), {}, {})
-            try:
-                version = self.commit(files, table=table)
-                break
-            except CommitFailedError:
+        in one Delta commit, assigning dense offsets per partition. The same cost whatever the
+        length of the topic's log (:mod:`deltastreams.sinks._internal.log_head`): the commit goes
+        right after the version this process knows, in one conditional write. Another writer
+        committing first (a Spark job appending to the same topic) moves the ends: the files are
+        written again after them, up to ``attempts`` times. Every ``delta.checkpointInterval``
+        versions the append also writes a checkpoint, merges small files and deletes the commit
+        files older than ``delta.logRetentionDuration`` (docs/retention.md)."""
+        head = log_head(self.uri)
+        with head.lock:
+            for attempt in range(1, attempts + 1):
+                known = head.known(self.table_id)
+                files = self.prepare_files(records, known.ends)
+                if not files:
+                    return AppendResult(head.current(self.table_id).version, {}, {})
+                version = append_at(self.uri, known.version, files)
+                if version is not None:
+                    head.committed(version, files)
+                    break
                 for f in files:
                     delete_file(self.uri, f.path)
                 if attempt == attempts:
-                    raise
+                    raise CommitError(
+                        f"topic '{self.name}': another writer committed first {attempts} times in a row; nothing was appended. "
+                        "Appends from several processes to one topic take turns: try again, or pass more attempts"
+                    )
+                head.catch_up()
+            head.maintain(version)
         return AppendResult(
             version,
             {f.partition: f.min_offset for f in files},
@@ -485,9 +510,14 @@ def create_topic(
     windowed: bool = False,
     headers: bool = False,
     exist_ok: bool = False,
+    log_retention: timedelta | None = DEFAULT_LOG_RETENTION,
+    checkpoint_interval: int | None = None,
 ) -> Topic:
     """Create a topic (an empty Delta table partitioned by ``partition``); ``headers``: its
-    records keep their headers."""
+    records keep their headers. ``log_retention`` (the table's ``delta.logRetentionDuration``;
+    None: Delta's default, 30 days) is how long its writers keep commit files, hence how far
+    behind an incremental reader may fall (docs/retention.md); ``checkpoint_interval``: its
+    ``delta.checkpointInterval`` (None: Delta's default, 100)."""
     layout = TopicLayout.of(
         partitions=partitions,
         key_type=key_type,
@@ -498,10 +528,18 @@ def create_topic(
         windowed=windowed,
         headers=headers,
     )
-    return create_topic_with_layout(root, name, layout, exist_ok=exist_ok)
+    return create_topic_with_layout(root, name, layout, exist_ok=exist_ok, log_retention=log_retention, checkpoint_interval=checkpoint_interval)
 
 
-def create_topic_with_layout(root: str | Path, name: str, layout: TopicLayout, *, exist_ok: bool = False) -> Topic:
+def create_topic_with_layout(
+    root: str | Path,
+    name: str,
+    layout: TopicLayout,
+    *,
+    exist_ok: bool = False,
+    log_retention: timedelta | None = DEFAULT_LOG_RETENTION,
+    checkpoint_interval: int | None = None,
+) -> Topic:
     user_columns = [layout.key_column, *(layout.value_fields or (layout.value_column,))]
     clashes = [c for c in user_columns if c in _RESERVED]
     if clashes:
@@ -521,8 +559,23 @@ def create_topic_with_layout(root: str | Path, name: str, layout: TopicLayout, *
                 topic=name,
             )
         raise TopicExistsError(f"topic '{name}' already exists at {uri}", topic=name)
-    create_table(uri, layout.table_schema(), partition_by=[PARTITION], name=name, description=layout.to_json())
-    return Topic(name, uri, layout)
+    table = create_table(
+        uri, layout.table_schema(), partition_by=[PARTITION], name=name, description=layout.to_json(), configuration=_log_properties(log_retention, checkpoint_interval)
+    )
+    return Topic(name, uri, layout, table_id=table.metadata().id)
+
+
+def _log_properties(log_retention: timedelta | None, checkpoint_interval: int | None) -> dict[str, str] | None:
+    properties = {}
+    if log_retention is not None:
+        if log_retention <= timedelta(0):
+            raise ValueError(f"log_retention must be positive (or None for Delta's default), got {log_retention}")
+        properties[LOG_RETENTION_PROPERTY] = interval_text(log_retention)
+    if checkpoint_interval is not None:
+        if checkpoint_interval < 1:
+            raise ValueError(f"checkpoint_interval must be at least 1, got {checkpoint_interval}")
+        properties[CHECKPOINT_INTERVAL_PROPERTY] = str(checkpoint_interval)
+    return properties or None
 
 
 def check_expected_types(topic: str, layout: TopicLayout, key_type: pa.DataType | None, value_type: pa.DataType | None) -> None:

@@ -38,7 +38,7 @@ from deltastreams.streams._internal.runtime import task_host
 from deltastreams.streams._internal.runtime.bad_input import BadInputReport, stop_error
 from deltastreams.streams._internal.runtime.checkpoints import fresh_checkpoint
 from deltastreams.streams._internal.runtime.committer import Committer
-from deltastreams.streams._internal.runtime.failures import explain, root_cause
+from deltastreams.streams._internal.runtime.failures import Failure, explain, root_cause
 from deltastreams.streams._internal.runtime.idle import IdleClock, keeps_time
 from deltastreams.streams._internal.runtime.input_schema import AddedColumns, check_at_start
 from deltastreams.streams._internal.runtime.inputs import InputLog
@@ -298,6 +298,9 @@ class StreamsApp:
             self.metrics.watch_inputs(InputView(uris, self.trigger.watcher.latest, self.trigger.consumed, partitions))
             if self.retention is not None:
                 self.metrics.watch_retention(self.retention.totals)
+        # An input log cleaned past a position fails now, in the application's words, rather than
+        # in the query's first batch (docs/retention.md, "Readers behind the log").
+        inputs.require_positions(self.trigger.consumed, self.trigger.watcher.latest())
         # A crash between two sub-topologies' commits leaves repartition records committed but
         # not consumed: process them before new input arrives (no trigger would come for them).
         with phases.time("backlog"):

@@ -7,14 +7,19 @@ On a fresh root, starts ``python -m deltastreams.jobs.pageview generate --rate``
 deltastreams.jobs.pageview run --metrics-file`` as separate processes, the way a user would. Once the job has
 committed its first micro-batch, the soak runs for ``--minutes`` and samples every minute (runs
 under 10 minutes: ten samples) and at the end: batch wall times of the interval (median, p95,
-from the metrics file), files and bytes under ``topics/`` per kind of topic, transaction-log
-versions, files under the Spark checkpoints and the local state, resident memory of the driver,
-its JVM and every other process of the job (Spark's Python daemon and workers, task hosts: see
+from the metrics file), the input's append cadence and the job's (median gap between the input
+topic's appends and between the output topic's, followed every second as they come) and the
+job's latency (p99 over the output's commits of how old their newest record was), files and
+bytes under ``topics/`` per kind of topic, transaction-log versions, files under the Spark
+checkpoints and the local state, resident memory of the generator, of the driver, its JVM and
+every other process of the job (Spark's Python daemon and workers, task hosts: see
 :mod:`deltastreams.devtools.servers.process_tree`), the generator's progress and the job's lag behind it. It prints a row
 per sample, stops the generator and the job with SIGTERM (the job stops between micro-batches;
-the soak checks that it exited 0 and left no process behind), prints the verdict
-(:mod:`deltastreams.devtools.harness.soak_verdict`) and writes everything to ``<root>/soak-report.json``; the logs of
-both processes and the job's metrics file stay under the root.
+the soak checks that it exited 0 and left no process behind), prints the cadences and latency per
+bucket of the run and the verdict (:mod:`deltastreams.devtools.harness.soak_verdict`) and writes everything to
+``<root>/soak-report.json``; the logs of both processes and the job's metrics file stay under the
+root. ``--input-log-retention-min`` gives the input topic a ``delta.logRetentionDuration`` that
+its writer applies as it goes (default: the topic default, one day).
 
 Exit code: 0 when every check passed, 1 when one failed or could not be decided, 2 when the soak
 could not run (the job did not start, or a process died).
@@ -38,9 +43,10 @@ import numpy as np
 from deltastreams.conf import StreamsConfig
 from deltastreams.conf.errors import DeltaStreamsError
 from deltastreams.devtools.harness import soak_verdict as verdict
-from deltastreams.jobs.pageview import APPLICATION_ID, INPUT_TOPIC, build_topology
+from deltastreams.jobs.pageview import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, build_topology
 from deltastreams.devtools.servers.process_tree import ProcessInfo, all_processes, job_processes, still_running, terminate
-from deltastreams.devtools.harness.soak_probe import BatchLog, memory, storage
+from deltastreams.devtools.harness.soak_probe import BatchLog, CommitFollower, memory, storage
+from deltastreams.sinks import Topic
 
 STARTUP_TIMEOUT_S = 300.0
 GENERATOR_STOP_S = 30.0
@@ -57,6 +63,7 @@ class SoakSettings:
     sets: tuple[str, ...] = ()
     sample_s: float | None = None
     startup_timeout_s: float = STARTUP_TIMEOUT_S
+    input_log_retention_min: float | None = None
 
     @property
     def seconds(self) -> float:
@@ -113,6 +120,9 @@ class Soak:
         self.generator: subprocess.Popen | None = None
         self.job: subprocess.Popen | None = None
         self.first_batch_time = 0.0
+        self.input_commits = CommitFollower(root, INPUT_TOPIC)
+        self.output_commits = CommitFollower(root, OUTPUT_TOPIC, freshness=True)
+        self.input_partitions = 1
 
     # -- processes ---------------------------------------------------------------------------
 
@@ -124,14 +134,25 @@ class Soak:
 
     def start(self) -> None:
         s = self.settings
-        self.generator = self._launch(["generate", "--root", str(s.root), "--rate", str(s.rate), "--status-file", str(self.status_path)], self.generator_log)
+        generate = ["generate", "--root", str(s.root), "--rate", str(s.rate), "--status-file", str(self.status_path)]
+        if s.input_log_retention_min is not None:
+            generate += ["--log-retention-ms", str(round(s.input_log_retention_min * 60_000))]
+        self.generator = self._launch(generate, self.generator_log)
         self._wait_for(lambda: self.status_path.exists(), "the generator's first append", self.generator, self.generator_log, 120)
+        self.input_partitions = Topic.open(str(s.root), INPUT_TOPIC).partitions
         run = ["run", "--root", str(s.root), "--commit-interval-ms", str(s.commit_interval_ms), "--metrics-file", str(self.metrics_path), "--log-file", str(self.job_details)]
         for item in s.sets:
             run += ["--set", item]
         self.job = self._launch(run, self.job_log)
         self._wait_for(lambda: bool(self.batch_log.read_new() or self.batch_log.batches), "the job's first micro-batch", self.job, self.job_log, s.startup_timeout_s)
         self.first_batch_time = self.batch_log.batches[0].time
+        self.follow()
+
+    def follow(self) -> None:
+        """Read the appends to the input and output topics since the last look (every second
+        while the soak waits: their logs are cleaned as the job runs)."""
+        self.input_commits.read_new()
+        self.output_commits.read_new()
 
     def _wait_for(self, ready, what: str, process: subprocess.Popen, log_path: Path, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -175,11 +196,14 @@ class Soak:
 
     def sample(self, t: float, previous_t: float) -> dict:
         self.batch_log.read_new()
+        self.follow()
         consumed = sum(b.records_in for b in self.batch_log.batches if b.subtopology in self.input_subtopologies)
         start, end = self.first_batch_time + previous_t, self.first_batch_time + t
         interval = [b for b in self.batch_log.batches if start < b.time <= end]
+        outputs = [c for c in self.output_commits.commits if start < c.time <= end]
         status = _read_json(self.status_path)
         generated = status.get("events")
+        processes = all_processes()
         row = {
             "t": round(t, 1),
             "time": time.time(),
@@ -188,10 +212,15 @@ class Soak:
             "consumed": consumed,
             "consumed_per_s": None,
             "generated": generated,
+            "input_files_written": (status.get("appends") or 0) * self.input_partitions,
+            "input_gap_ms_p50": _gap_p50([c.time for c in self.input_commits.commits if start - 1 < c.time <= end]),
+            "output_gap_ms_p50": _gap_p50([c.time for c in outputs]),
+            "latency_ms_p99": _p99([c.freshest_ms for c in outputs if c.freshest_ms is not None]),
             "generator_behind": status.get("behind_events"),
             "lag": None if generated is None else generated - consumed,
             **storage(self.settings.root, self.state_dir, APPLICATION_ID, (INPUT_TOPIC,)),
-            "rss_mb": memory(self.job.pid, all_processes()),
+            "rss_mb": memory(self.job.pid, processes),
+            "generator_rss_mb": _rss_mb(processes, self.generator.pid),
         }
         if self.samples:
             row["consumed_per_s"] = round((consumed - self.samples[-1]["consumed"]) / max(t - previous_t, 1e-9), 1)
@@ -208,7 +237,8 @@ class Soak:
                 t = min(k * every, total)
                 while time.time() < self.first_batch_time + t:
                     self.check_alive()
-                    time.sleep(min(1.0, self.first_batch_time + t - time.time()))
+                    self.follow()
+                    time.sleep(max(0.0, min(1.0, self.first_batch_time + t - time.time())))
                 print(_row(self.sample(t, previous)), flush=True)
                 previous, k = t, k + 1
         except KeyboardInterrupt:
@@ -223,6 +253,20 @@ def _read_json(path: Path) -> dict:
         return json.loads(path.read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         return {}
+
+
+def _rss_mb(processes: dict[int, ProcessInfo], pid: int) -> float | None:
+    info = processes.get(pid)
+    return None if info is None else round(info.rss_bytes / 2**20, 1)
+
+
+def _gap_p50(times: list[float]) -> float | None:
+    _, ms = verdict.gaps(times)
+    return round(float(np.median(ms)), 1) if ms else None
+
+
+def _p99(values: list[float]) -> float | None:
+    return round(float(np.percentile(values, 99)), 1) if values else None
 
 
 def _batch_stats(batches: list) -> dict:
@@ -247,8 +291,8 @@ def _kill(info: ProcessInfo) -> None:
 
 
 HEADER = (
-    f"{'t s':>6} {'batches':>7} {'p50 ms':>7} {'p95 ms':>7} {'in/s':>7} {'lag':>8} | {'topics files':>12} {'MB':>7} "
-    f"{'input':>7} {'repart':>7} {'chlog':>7} {'sink':>7} | {'txlog v':>7} {'ckpt':>6} {'state':>6} | RSS MB {'drv':>5} {'jvm':>5} {'py (n)':>11} {'total':>6}"
+    f"{'t s':>6} {'batches':>7} {'p50 ms':>7} {'p95 ms':>7} {'in/s':>7} {'lag':>8} | {'in gap':>6} {'out gap':>7} {'lat p99':>7} | {'topics files':>12} {'MB':>7} "
+    f"{'input':>7} {'repart':>7} {'chlog':>7} {'sink':>7} | {'txlog v':>7} {'ckpt':>6} {'state':>6} | RSS MB {'drv':>5} {'jvm':>5} {'py (n)':>11} {'total':>6} {'gen':>5}"
 )
 
 
@@ -260,16 +304,44 @@ def _row(s: dict) -> str:
     topics, rss = s["topics"], s["rss_mb"]
     return (
         f"{s['t']:>6.0f} {s['batches']:>7} {_fmt(s['batch_ms_p50']):>7} {_fmt(s['batch_ms_p95']):>7} {_fmt(s['consumed_per_s']):>7} {_fmt(s['lag']):>8} | "
+        f"{_fmt(s['input_gap_ms_p50']):>6} {_fmt(s['output_gap_ms_p50']):>7} {_fmt(s['latency_ms_p99']):>7} | "
         f"{s['topics_files']:>12,} {s['topics_bytes'] / 2**20:>7,.1f} "
         f"{topics['input']['files']:>7,} {topics['repartition']['files']:>7,} {topics['changelog']['files']:>7,} {topics['sink']['files']:>7,} | "
         f"{s['transaction_versions']:>7,} {s['checkpoint_files']:>6,} {s['state_files']:>6,} | "
-        f"{'':6} {rss['driver']:>5,.0f} {rss['jvm']:>5,.0f} {rss['python']:>6,.0f} ({rss['python_processes']:>2}) {rss['total']:>6,.0f}"
+        f"{'':6} {rss['driver']:>5,.0f} {rss['jvm']:>5,.0f} {rss['python']:>6,.0f} ({rss['python_processes']:>2}) {rss['total']:>6,.0f} {_fmt(s['generator_rss_mb']):>5}"
     )
+
+
+def cadence_buckets(soak: Soak, buckets: verdict.Buckets) -> list[dict]:
+    """Per bucket of the run: the input's and the output's median gap between appends, and the
+    output's latency (p50, p99), as the verdict judges them."""
+    since = soak.first_batch_time
+    inputs = [c.time - since for c in soak.input_commits.commits]
+    outputs = [(c.time - since, c.freshest_ms) for c in soak.output_commits.commits if c.freshest_ms is not None]
+    in_t, in_gap = verdict.gaps(inputs)
+    out_t, out_gap = verdict.gaps([t for t, _ in outputs])
+    rows = []
+    for (start, end), i, o, lat in zip(
+        buckets.spans(), buckets.split(in_t, in_gap), buckets.split(out_t, out_gap), buckets.split([t for t, _ in outputs], [ms for _, ms in outputs]), strict=True
+    ):
+        rows.append(
+            {
+                "from_s": round(start), "to_s": round(end), "input_appends": len(i), "input_gap_ms_p50": _median(i),
+                "output_commits": len(o), "output_gap_ms_p50": _median(o), "latency_ms_p50": _median(lat), "latency_ms_p99": _p99(lat),
+            }
+        )  # fmt: skip
+    return rows
+
+
+def _median(values: list[float]) -> float | None:
+    return round(float(np.median(values)), 1) if values else None
 
 
 def judge(soak: Soak, stop: dict) -> tuple[list[verdict.Check], dict, verdict.Windows]:
     duration = soak.samples[-1]["t"] if soak.samples else 0.0
     windows = verdict.Windows.for_duration(duration)
+    buckets = verdict.Buckets.for_duration(duration)
+    since = soak.first_batch_time
     batches = [(b.time - soak.first_batch_time, b.total_ms) for b in soak.batch_log.batches]
     topics, slopes = verdict.topics_check(soak.samples, windows)
     final = _read_json(soak.status_path)
@@ -282,9 +354,13 @@ def judge(soak: Soak, stop: dict) -> tuple[list[verdict.Check], dict, verdict.Wi
         f"{'said' if stop['job_said_stopped'] else 'did not say'} 'stopped on SIGTERM', {len(stop['leftover_processes'])} processes left behind",
     )
     checks = [
+        verdict.cadence_check("input appends flat", [c.time - since for c in soak.input_commits.commits], buckets),
+        verdict.cadence_check("output commits flat", [c.time - since for c in soak.output_commits.commits], buckets),
+        verdict.latency_check([(c.time - since, c.freshest_ms) for c in soak.output_commits.commits if c.freshest_ms is not None], buckets),
         verdict.batch_time_check(batches, windows),
         topics,
         verdict.memory_check(soak.samples, windows),
+        verdict.memory_check(soak.samples, windows, name="generator memory flat", rss=lambda s: s.get("generator_rss_mb")),
         verdict.generator_check(final.get("achieved_rate"), soak.settings.rate),
         verdict.lag_check(lag, soak.settings.rate),
         stopped,
@@ -301,13 +377,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for the job (conf/defaults.toml)")
     parser.add_argument("--sample-s", type=float, help="seconds between samples (default 60; runs under 10 minutes: a tenth of the run)")
     parser.add_argument("--startup-timeout-s", type=float, default=STARTUP_TIMEOUT_S, help="how long to wait for the job's first micro-batch")
+    parser.add_argument("--input-log-retention-min", type=float, help="the input topic's delta.logRetentionDuration, in minutes (default: one day)")
     args = parser.parse_args(argv)
-    if args.minutes <= 0 or args.rate <= 0 or (args.sample_s is not None and args.sample_s <= 0):
-        parser.error("--minutes, --rate and --sample-s must be positive")
+    if args.minutes <= 0 or args.rate <= 0 or (args.sample_s is not None and args.sample_s <= 0) or (args.input_log_retention_min is not None and args.input_log_retention_min <= 0):
+        parser.error("--minutes, --rate, --sample-s and --input-log-retention-min must be positive")
     root = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="deltastreams-soak-"))
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         parser.error(f"--root {root} is not an empty directory: the soak measures growth from nothing, give it a new one")
-    settings = SoakSettings(args.minutes, args.rate, args.commit_interval_ms, root.absolute(), tuple(args.set), args.sample_s, args.startup_timeout_s)
+    settings = SoakSettings(args.minutes, args.rate, args.commit_interval_ms, root.absolute(), tuple(args.set), args.sample_s, args.startup_timeout_s, args.input_log_retention_min)
     try:
         settings.config()
     except DeltaStreamsError as e:
@@ -333,14 +410,20 @@ def run_soak(settings: SoakSettings) -> int:
         error = "interrupted before the first micro-batch"
     stop = soak.stop()
     checks, slopes, windows = judge(soak, stop) if soak.samples else ([], {}, None)
+    buckets = cadence_buckets(soak, verdict.Buckets.for_duration(soak.samples[-1]["t"])) if soak.samples else []
     result = "ERROR" if error else verdict.overall(checks)
     report = {
-        "settings": {"minutes": settings.minutes, "rate": settings.rate, "commit_interval_ms": settings.commit_interval_ms, "root": str(settings.root), "set": list(settings.sets), "sample_s": settings.sample_every_s},
+        "settings": {
+            "minutes": settings.minutes, "rate": settings.rate, "commit_interval_ms": settings.commit_interval_ms, "root": str(settings.root),
+            "set": list(settings.sets), "sample_s": settings.sample_every_s, "input_log_retention_min": settings.input_log_retention_min,
+        },  # fmt: skip
         "first_batch_time": soak.first_batch_time,
         "completed": completed,
         "error": error,
         "windows": None if windows is None else {"baseline_s": windows.baseline, "last_s": windows.last},
         "samples": soak.samples,
+        "buckets": buckets,
+        "commits_missed": {"input": soak.input_commits.missed, "output": soak.output_commits.missed},
         "batches": len(soak.batch_log.batches),
         "generator": _read_json(soak.status_path),
         "stop": stop,
@@ -351,6 +434,13 @@ def run_soak(settings: SoakSettings) -> int:
     (settings.root / "soak-report.json").write_text(json.dumps(report, indent=1))
     if error:
         print(f"soak: {error}", file=sys.stderr)
+    if buckets:
+        print(f"\n{'bucket s':>11} {'appends in':>10} {'in gap p50':>10} {'commits out':>11} {'out gap p50':>11} {'lat p50':>7} {'lat p99':>7}")
+        for b in buckets:
+            print(
+                f"{b['from_s']:>5}-{b['to_s']:<5} {b['input_appends']:>10,} {_fmt(b['input_gap_ms_p50']):>10} {b['output_commits']:>11,} "
+                f"{_fmt(b['output_gap_ms_p50']):>11} {_fmt(b['latency_ms_p50']):>7} {_fmt(b['latency_ms_p99']):>7}"
+            )
     if windows is not None:
         print(f"\nverdict: {result} (baseline {windows.baseline[0]:.0f}-{windows.baseline[1]:.0f} s, last window {windows.last[0]:.0f}-{windows.last[1]:.0f} s after the first batch)")
     for check in checks:

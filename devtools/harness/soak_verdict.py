@@ -5,18 +5,35 @@ Two windows of the run are compared: the *baseline*, minutes 2-7 (after a minute
 the *last* 5 minutes. Runs shorter than 12 minutes (where those would overlap) scale both windows
 and the warm-up by ``duration / 12 min``: a 3-minute run compares seconds 15-105 with 105-180.
 
+The cadences and the latency are judged over the whole run instead, in *buckets* from the end of
+the warm-up on (10 minutes each in runs of 40 minutes or more, else six equal ones), each against
+the first: the output topic's log is cleaned as the job runs, so they are followed as they come
+(:class:`~deltastreams.devtools.harness.soak_probe.CommitFollower`), not read from the log at the
+end, which would see only its last minutes.
+
 Checks (each passes, fails, or is undecided when its window holds too little to judge):
+- **input appends flat**: the median gap between the input topic's appends, in every bucket, is
+  at most 20% above the first bucket's (the writer, measured apart from the job: a job follows its
+  input, so a slower writer makes a slower job).
+- **output commits flat**: the same for the commits that appended to the output topic (the job's
+  cadence).
+- **latency flat**: the 99th percentile of the output commits' latency (commit time minus the
+  newest record's timestamp: how long the newest input took to reach the output), in every
+  bucket, is at most 20% above the first bucket's.
 - **batch time**: the median wall time of the last window's micro-batches (all sub-topologies)
   is at most 10% above the baseline's.
 - **topics flat**: over the last window, the least-squares slope of the file count and of the
-  bytes under the internal topics (repartition and changelog) is at most 5% of the input topic's
-  slope, and so is the slope of the sink topics' file count. The input grows by design (nothing
-  removes what the generator appends) and is the yardstick; the sinks' bytes grow with the
-  results and are only reported. Retention that works leaves slopes near zero (a saw-tooth at
-  most); today's unbounded growth is a sizeable share of the input's. The last window must start
-  after the first retention cycle has completed for this to mean "flat after retention".
+  bytes under the internal topics (repartition and changelog) is at most 5% of the input's, and
+  so is the slope of the sink topics' file count. The input is the yardstick: its bytes grow by
+  design (nothing removes what the generator appends), and for files, the files its appends
+  write (appends x partitions: its writer merges them as it goes, so its own file count stays
+  flat). The sinks' bytes grow with the results and are only reported. Retention that works
+  leaves slopes near zero (a saw-tooth at most); unbounded growth is a sizeable share of the
+  input's. The last window must start after the first retention cycle has completed for this to
+  mean "flat after retention".
 - **memory flat**: the mean resident memory of all the job's processes over the last window's
-  samples is at most 10% above the baseline's.
+  samples is at most 10% above the baseline's; **generator memory flat**: the same for the
+  generator (the writer) alone.
 - **generator kept its rate** (else the run measured a different load): at least 95% of target.
 - **job kept up**: the input not yet consumed at the end is at most 10 s of input.
 """
@@ -29,7 +46,10 @@ import numpy as np
 
 FULL_RUN_S = 720.0
 WARM_UP_S, BASELINE_END_S, LAST_S = 60.0, 420.0, 300.0
+BUCKET_S, LONG_RUN_S, SHORT_RUN_BUCKETS = 600.0, 2400.0, 6
 GROWTH_LIMIT = 0.10
+CADENCE_LIMIT = 0.20
+MIN_COMMITS = 10
 FLAT_SHARE = 0.05
 MIN_BATCHES = 10
 MIN_SAMPLES = 3
@@ -46,6 +66,67 @@ class Windows:
     def for_duration(cls, seconds: float) -> Windows:
         scale = min(1.0, seconds / FULL_RUN_S)
         return cls((WARM_UP_S * scale, BASELINE_END_S * scale), (seconds - LAST_S * scale, seconds))
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """Consecutive spans of the run after the warm-up; the first is the baseline."""
+
+    start: float
+    length: float
+    count: int
+
+    @classmethod
+    def for_duration(cls, seconds: float) -> Buckets:
+        warm_up = WARM_UP_S * min(1.0, seconds / FULL_RUN_S)
+        if seconds >= LONG_RUN_S:
+            return cls(warm_up, BUCKET_S, max(1, int((seconds - warm_up) // BUCKET_S)))
+        return cls(warm_up, (seconds - warm_up) / SHORT_RUN_BUCKETS, SHORT_RUN_BUCKETS)
+
+    def spans(self) -> list[tuple[float, float]]:
+        return [(self.start + i * self.length, self.start + (i + 1) * self.length) for i in range(self.count)]
+
+    def split(self, times: list[float], values: list[float] | None = None) -> list[list[float]]:
+        """``values`` (default: ``times``) per bucket, by their time."""
+        values = times if values is None else values
+        return [[v for t, v in zip(times, values, strict=True) if _within(t, span)] for span in self.spans()]
+
+
+def gaps(times: list[float]) -> tuple[list[float], list[float]]:
+    """(time, ms since the previous one) of every event but the first, ``times`` in seconds."""
+    ordered = sorted(times)
+    return ordered[1:], [(b - a) * 1000 for a, b in zip(ordered, ordered[1:])]
+
+
+def per_bucket(times: list[float], values: list[float], buckets: Buckets, statistic: str) -> list[float | None]:
+    """``statistic`` (``p50`` or ``p99``) of the values in each bucket (None: fewer than
+    :data:`MIN_COMMITS`)."""
+    q = {"p50": 50, "p99": 99}[statistic]
+    return [float(np.percentile(b, q)) if len(b) >= MIN_COMMITS else None for b in buckets.split(times, values)]
+
+
+def flat_check(name: str, what: str, series: list[float | None], limit: float = CADENCE_LIMIT) -> Check:
+    """Every bucket of ``series`` at most ``limit`` above the first one."""
+    shown = ", ".join("-" if v is None else f"{v:,.0f}" for v in series)
+    if not series or series[0] is None or any(v is None for v in series[1:]):
+        return Check(name, None, f"{what} per bucket: {shown} ms; a bucket with fewer than {MIN_COMMITS} commits cannot be judged")
+    first, worst = series[0], max(series[1:], default=series[0])
+    return Check(
+        name,
+        worst <= first * (1 + limit),
+        f"{what} per bucket: {shown} ms; the highest is {(worst / first - 1) * 100:+.0f}% of the first bucket's (limit +{limit:.0%})",
+    )
+
+
+def cadence_check(name: str, commit_times: list[float], buckets: Buckets) -> Check:
+    """The median gap between consecutive commits, per bucket, against the first bucket."""
+    times, ms = gaps(commit_times)
+    return flat_check(name, "median gap", per_bucket(times, ms, buckets, "p50"))
+
+
+def latency_check(commits: list[tuple[float, float]], buckets: Buckets) -> Check:
+    """``commits``: (time, latency ms); the 99th percentile per bucket against the first."""
+    return flat_check("latency flat", "p99 latency", per_bucket([t for t, _ in commits], [ms for _, ms in commits], buckets, "p99"))
 
 
 @dataclass(frozen=True)
@@ -108,7 +189,8 @@ def topics_check(samples: list[dict], windows: Windows) -> tuple[Check, dict]:
         return Check("topics flat", None, f"{in_window} samples in the last window ({MIN_SAMPLES} needed)"), slopes
     internal_files = slope_per_minute(_series(samples, windows.last, lambda s: _internal(s, "files")))
     internal_bytes = slope_per_minute(_series(samples, windows.last, lambda s: _internal(s, "bytes")))
-    input_files, input_bytes = slopes["input_files_per_min"], slopes["input_bytes_per_min"]
+    written = _series(samples, windows.last, lambda s: s.get("input_files_written", s["topics"]["input"]["files"]))
+    input_files, input_bytes = slope_per_minute(written), slopes["input_bytes_per_min"]
     if not input_files or not input_bytes or input_files <= 0 or input_bytes <= 0:
         return Check("topics flat", None, "the input did not grow over the last window: no yardstick"), slopes
     ratios = {
@@ -121,17 +203,19 @@ def topics_check(samples: list[dict], windows: Windows) -> tuple[Check, dict]:
         "topics flat",
         all(r <= FLAT_SHARE for r in ratios.values()),
         f"growth over the last window as a share of the input's: {detail} (limit {FLAT_SHARE:.0%}); "
-        f"input {input_files:,.0f} files/min, {input_bytes / 2**20:,.1f} MB/min",
+        f"input {input_files:,.0f} files written/min ({slopes['input_files_per_min']:+,.0f} files/min kept), {input_bytes / 2**20:,.1f} MB/min",
     ), slopes
 
 
-def memory_check(samples: list[dict], windows: Windows) -> Check:
-    base = [s["rss_mb"]["total"] for s in samples if _within(s["t"], windows.baseline, closed=True)]
-    last = [s["rss_mb"]["total"] for s in samples if _within(s["t"], windows.last)]
+def memory_check(samples: list[dict], windows: Windows, *, name: str = "memory flat", rss=lambda s: s["rss_mb"]["total"]) -> Check:
+    """The mean of ``rss(sample)`` (MB; default: every process of the job) over the last window
+    against the baseline's."""
+    base = [rss(s) for s in samples if _within(s["t"], windows.baseline, closed=True) and rss(s) is not None]
+    last = [rss(s) for s in samples if _within(s["t"], windows.last) and rss(s) is not None]
     if not base or not last:
-        return Check("memory flat", None, f"{len(base)} samples in the baseline, {len(last)} in the last window")
+        return Check(name, None, f"{len(base)} samples in the baseline, {len(last)} in the last window")
     b, l = float(np.mean(base)), float(np.mean(last))
-    return Check("memory flat", l <= b * (1 + GROWTH_LIMIT), f"mean RSS {l:,.0f} MB over the last window vs {b:,.0f} MB in the baseline: {(l / b - 1) * 100:+.0f}% (limit +{GROWTH_LIMIT:.0%})")
+    return Check(name, l <= b * (1 + GROWTH_LIMIT), f"mean RSS {l:,.0f} MB over the last window vs {b:,.0f} MB in the baseline: {(l / b - 1) * 100:+.0f}% (limit +{GROWTH_LIMIT:.0%})")
 
 
 def generator_check(achieved_rate: float | None, rate: int) -> Check:

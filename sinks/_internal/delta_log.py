@@ -51,6 +51,21 @@ def latest_version(table_uri: str, known: int) -> int:
     return version
 
 
+def oldest_commit(table_uri: str, head: int) -> int:
+    """The oldest version whose commit file is still there (``head``'s must be): a binary search
+    over which exist, since the kept ones run without gaps up to the head (log cleanup deletes
+    oldest first)."""
+    fs, base = filesystem_for(table_uri)
+    low, high = 0, head  # the answer is in [low, high]; high's file exists
+    while low < high:
+        middle = (low + high) // 2
+        if fs.get_file_info(commit_path(base, middle)).type == pafs.FileType.NotFound:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
 def read_commit(table_uri: str, version: int) -> list[dict] | None:
     """The actions of one commit, or None if its JSON file is gone (cleaned-up log)."""
     fs, path = filesystem_for(commit_path(table_uri, version))
@@ -119,12 +134,16 @@ def files_added(table_uri: str, after_version: int | None, up_to_version: int) -
     for version in range(after_version + 1, up_to_version + 1):
         actions = read_commit(table_uri, version)
         if actions is None:
+            oldest = _oldest_kept(table_uri, up_to_version)
+            kept = f"the log now holds versions {oldest} to {latest_version(table_uri, oldest)}" if oldest is not None else "the log no longer holds them"
             raise LogRetentionError(
-                f"the commit file of version {version} of {table_uri} is gone (log retention, "
-                f"retention.log_keep_versions): versions ({after_version}, {up_to_version}] cannot be read "
-                "commit by commit; a reader must keep up within the retained versions, or start again from the snapshot",
+                f"the commit file of version {version} of {table_uri} is gone: log retention deleted it ({kept}; its writers keep "
+                "commit files for the table's delta.logRetentionDuration, an application's own topics for retention.log_keep_versions). "
+                f"Versions ({after_version}, {up_to_version}] cannot be read commit by commit; a reader must keep up within the "
+                "retained versions, or start again from the snapshot",
                 uri=table_uri,
                 version=version,
+                oldest=oldest,
             )
         judged = _judged_adds(table_uri, version, actions)
         if ends is None and not any(isinstance(f, offsets.RejectedFile) or offsets.unassigned(f) for f in judged):
@@ -166,11 +185,14 @@ def read_version(table_uri: str, version: int) -> VersionRead:
     commit file per version: the ends are cached (:class:`deltastreams.sinks._internal.offsets.OffsetLog`)."""
     actions = read_commit(table_uri, version)
     if actions is None:
+        oldest = _oldest_kept(table_uri, version)
         raise LogRetentionError(
-            f"the commit file of version {version} of {table_uri} is gone (log retention, retention.log_keep_versions): a reader must "
+            f"the commit file of version {version} of {table_uri} is gone (log retention: its writers keep commit files for the "
+            "table's delta.logRetentionDuration, an application's own topics for retention.log_keep_versions): a reader must "
             "keep up within the retained versions, or start again from the snapshot",
             uri=table_uri,
             version=version,
+            oldest=oldest,
         )
     judged = _judged_adds(table_uri, version, actions)
     try:
@@ -211,6 +233,16 @@ def ends_after(table_uri: str, version: int) -> dict[int, int]:
         ends[f.partition] = max(ends.get(f.partition, 0), f.max_offset + 1)
     log.remember(version, ends)
     return ends
+
+
+def _oldest_kept(table_uri: str, up_to_version: int) -> int | None:
+    """The oldest version a cleaned log still holds, for an error message: found between a
+    version known to be there (the one asked for, or the newest checkpoint) and the start."""
+    fs, base = filesystem_for(table_uri)
+    for known in (up_to_version, _last_checkpoint(table_uri)):
+        if known is not None and fs.get_file_info(commit_path(base, known)).type != pafs.FileType.NotFound:
+            return oldest_commit(table_uri, known)
+    return None
 
 
 def end_offsets(table: DeltaTable) -> dict[int, int]:

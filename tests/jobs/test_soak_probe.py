@@ -59,3 +59,27 @@ def test_batch_log_returns_complete_lines_once(tmp_path):
     (second,) = log.read_new()
     assert (second.time, second.subtopology, second.total_ms) == (1.5, 0, 400.0)
     assert len(log.batches) == 2 and log.read_new() == []
+
+
+def test_commit_follower_keeps_appends_with_their_newest_records_age_and_skips_rewrites(tmp_path):
+    import time
+
+    import pyarrow as pa
+
+    from deltastreams.devtools.harness.soak_probe import CommitFollower
+    from deltastreams.sinks import create_topic
+    from deltastreams.sinks.retention import optimize_files
+
+    follower = CommitFollower(tmp_path, "counts", freshness=True)
+    assert follower.read_new() == []  # no topic yet
+    topic = create_topic(tmp_path, "counts", partitions=1, key_type=pa.string(), value_type=pa.int64())
+    now = int(time.time() * 1000)
+    for age_ms in (5000, 3000, 1000):
+        topic.append(pa.table({"key": ["a", "b"], "value": pa.array([1, 2], pa.int64()), "timestamp": pa.array([now - 60_000, now - age_ms], pa.int64())}))
+    first = follower.read_new()
+    assert [c.version for c in first] == [1, 2, 3] and [c.records for c in first] == [2, 2, 2]
+    # Commit time minus the newest record's timestamp: the late record (a minute old) does not count.
+    assert [c.freshest_ms for c in first] == [round(c.time * 1000) - (now - age) for c, age in zip(first, (5000, 3000, 1000), strict=True)]
+    assert optimize_files(topic.delta_table(), min_files=2, target_file_bytes=1 << 20).version == 4  # a rewrite, not an append
+    topic.append(pa.table({"key": ["c"], "value": pa.array([3], pa.int64()), "timestamp": pa.array([now], pa.int64())}))
+    assert [c.version for c in follower.read_new()] == [5] and follower.missed == 0

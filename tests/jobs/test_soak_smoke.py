@@ -45,6 +45,12 @@ def test_soak_runs_end_to_end_and_reports_sane_numbers(tmp_path):
     assert stop["job"]["exit_code"] == 0 and not stop["job"]["killed"] and stop["job_said_stopped"]
     assert stop["generator"]["exit_code"] == 0 and stop["leftover_processes"] == []
     checks = {c["name"]: c for c in report["checks"]}
-    assert set(checks) == {"batch time", "topics flat", "memory flat", "generator kept its rate", "job kept up", "job stopped cleanly"}
+    assert set(checks) == {
+        "input appends flat", "output commits flat", "latency flat", "batch time", "topics flat", "memory flat", "generator memory flat",
+        "generator kept its rate", "job kept up", "job stopped cleanly",
+    }  # fmt: skip
+    assert all(s["input_gap_ms_p50"] > 0 and s["output_gap_ms_p50"] > 0 and s["latency_ms_p99"] > 0 and s["generator_rss_mb"] > 20 for s in samples)
+    buckets = report["buckets"]
+    assert len(buckets) == 6 and sum(b["output_commits"] for b in buckets) > 10 and report["commits_missed"] == {"input": 0, "output": 0}
     assert checks["job stopped cleanly"]["passed"] is True
     assert "p50 ms" in stdout and "verdict:" in stdout

@@ -1,6 +1,16 @@
 import pytest
 
-from deltastreams.devtools.harness.soak_verdict import Windows, batch_time_check, memory_check, overall, slope_per_minute, topics_check
+from deltastreams.devtools.harness.soak_verdict import (
+    Buckets,
+    Windows,
+    batch_time_check,
+    cadence_check,
+    latency_check,
+    memory_check,
+    overall,
+    slope_per_minute,
+    topics_check,
+)
 
 
 def test_windows_are_minutes_2_to_7_and_the_last_5_from_12_minutes_on():
@@ -85,3 +95,69 @@ def test_overall_fails_on_any_failure_and_is_undecided_on_missing_data():
     assert overall([check]) == "PASS"
     assert overall([check, undecided]) == "UNDECIDED"
     assert overall([check, undecided, failed]) == "FAIL"
+
+
+def test_buckets_are_ten_minutes_in_long_runs_and_six_in_short_ones():
+    assert Buckets.for_duration(7200).spans()[:2] == [(60, 660), (660, 1260)] and Buckets.for_duration(7200).count == 11
+    short = Buckets.for_duration(600)
+    assert short.count == 6 and short.spans()[0][0] == pytest.approx(50) and short.spans()[-1][1] == pytest.approx(600)
+
+
+def _appends(gap_ms_by_minute: dict[int, float], minutes: int = 120) -> list[float]:
+    """Append times (s) of a writer whose gap is ``gap_ms_by_minute[m]`` from minute ``m`` on."""
+    times, t, gap = [], 0.0, None
+    while t < minutes * 60:
+        gap = gap_ms_by_minute.get(int(t // 60), gap)
+        times.append(t)
+        t += gap / 1000
+    return times
+
+
+def test_the_2_hour_soak_of_issue_42_fails_on_its_writer_and_its_job():
+    # Recorded there: input appends 104 ms apart for 10 minutes, then 300-400 ms; the job follows.
+    slowed = _appends({0: 104, 10: 312, 20: 248, 30: 300, 40: 396, 50: 336, 60: 300, 80: 304, 90: 400, 110: 400})
+    buckets = Buckets.for_duration(7200)
+    failed = cadence_check("input appends flat", slowed, buckets)
+    assert failed.passed is False and "median gap per bucket: 104, 312, 248" in failed.detail and "+285%" in failed.detail
+
+
+def test_a_steady_writer_and_job_pass_however_long_the_run():
+    steady = _appends({0: 100, 30: 104, 60: 98, 90: 103})
+    assert cadence_check("output commits flat", steady, Buckets.for_duration(7200)).passed is True
+
+
+def test_one_slow_bucket_anywhere_fails_not_only_the_last():
+    # A verdict that compared only the last minutes with the first would pass this run.
+    times = _appends({0: 100, 40: 150, 50: 100})
+    assert cadence_check("output commits flat", times, Buckets.for_duration(7200)).passed is False
+
+
+def test_latency_p99_per_bucket_against_the_first():
+    commits = [(t, 250.0 if i % 50 else 500.0) for i, t in enumerate(_appends({0: 100}))]  # 2% at 500 ms: p99 500 ms throughout
+    assert latency_check(commits, Buckets.for_duration(7200)).passed is True
+    grown = [(t, ms * (2.5 if t > 3600 else 1.0)) for t, ms in commits]
+    failed = latency_check(grown, Buckets.for_duration(7200))
+    assert failed.passed is False and "p99 latency per bucket" in failed.detail
+
+
+def test_a_bucket_without_commits_cannot_be_judged():
+    times = [t for t in _appends({0: 100}) if not 1200 < t < 1900]  # the job stalled for a bucket's length
+    assert cadence_check("output commits flat", times, Buckets.for_duration(7200)).passed is None
+
+
+def test_the_input_yardstick_for_files_is_what_its_appends_wrote():
+    samples = _samples(0, 10)
+    for s in samples:  # the writer merges its small files: the input's own file count stays flat
+        s["input_files_written"], s["topics"]["input"]["files"] = s["topics"]["input"]["files"], 150
+    check, _ = topics_check(samples, Windows.for_duration(720))
+    assert check.passed is True and "1,800 files written/min" in check.detail
+
+
+def test_the_generators_memory_is_judged_apart_from_the_jobs():
+    samples = _samples(0, 0)
+    for s in samples:
+        s["generator_rss_mb"] = 320 + (80 if s["t"] > 420 else 0)  # the writer grew, the job did not
+    windows = Windows.for_duration(720)
+    assert memory_check(samples, windows).passed is True
+    grown = memory_check(samples, windows, name="generator memory flat", rss=lambda s: s["generator_rss_mb"])
+    assert grown.passed is False and "400 MB over the last window vs 320 MB" in grown.detail

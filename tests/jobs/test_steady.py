@@ -58,7 +58,7 @@ def test_stop_ends_an_unbounded_stream_after_the_append_in_progress(tmp_path):
     [
         ([], "generate takes --events N"),
         (["--events", "10", "--rate", "10"], "generate takes --events N"),
-        (["--events", "10", "--duration-s", "5"], "--duration-s and --status-file go with --rate"),
+        (["--events", "10", "--duration-s", "5"], "--duration-s, --status-file and --log-retention-ms go with --rate"),
     ],
 )
 def test_generate_takes_either_events_or_rate(tmp_path, args, message):

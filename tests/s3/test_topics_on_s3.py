@@ -47,3 +47,27 @@ def test_a_topic_on_an_s3_root_is_created_appended_and_read_back(s3_server, s3_r
     assert type(fs).__name__ == "S3FileSystem" and base == f"{s3_server.bucket}/{s3_root.split('/', 3)[3]}/topics/views"
     listed = s3_server.filesystem().get_file_info(pafs.FileSelector(base, recursive=True))
     assert any(i.path.endswith(".parquet") for i in listed) and any(i.path.endswith("00000000000000000002.json") for i in listed)
+
+
+def test_a_writer_checkpoints_merges_and_cleans_its_log_on_s3(s3_server, s3_root, monkeypatch):
+    """What Topic.append does every checkpoint interval (docs/retention.md), on an object store:
+    modification times, conditional writes and deletes through the store's API."""
+    from datetime import timedelta
+
+    from deltastreams.sinks._internal import small_files
+
+    monkeypatch.setattr(small_files, "MIN_FILES", 4)
+    monkeypatch.setattr(small_files, "FAN_IN", 3)
+    topic = create_topic(s3_root, "events", partitions=1, key_type=pa.string(), value_type=VALUE, log_retention=timedelta(milliseconds=1), checkpoint_interval=5)
+    for i in range(24):
+        topic.append(records([f"user-{i}"], [i], [i]))
+    fs, base = filesystem_for(topic.uri)
+    log = sorted(i.base_name for i in fs.get_file_info(pafs.FileSelector(f"{base}/_delta_log")))
+    commits = [int(name[:20]) for name in log if name.endswith(".json") and name[:20].isdigit()]
+    oldest = min(commits)  # cut at a checkpoint, every commit from there on kept, without gaps
+    assert oldest % 5 == 0 and f"{oldest:020d}.checkpoint.parquet" in log and commits == list(range(oldest, topic.version() + 1))
+    assert topic.version() - oldest < 2 * 5  # 24 appends and their merges, but the log holds less than two intervals
+    read = Topic.open(s3_root, "events").read()
+    assert read["offset"].to_pylist() == list(range(24)) and [v["duration_s"] for v in read["value"].to_pylist()] == list(range(24))
+    data = [i for i in fs.get_file_info(pafs.FileSelector(f"{base}/partition=0")) if i.base_name.endswith(".parquet")]
+    assert len(data) < 24  # merged, and what the deleted versions replaced is gone

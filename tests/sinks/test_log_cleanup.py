@@ -35,20 +35,20 @@ def busy_topic(tmp_path, appends=22):
 def test_old_commit_files_go_and_the_table_keeps_its_state(tmp_path):
     topic = busy_topic(tmp_path)
     head = topic.version()
-    assert head == 23 and checkpoints(topic.uri) == [4, 9, 14, 19]  # delta-rs: after every 5th commit
+    assert head == 23 and checkpoints(topic.uri) == [5, 10, 15, 20]  # Topic.append: at every 5th version
     records, ends = topic.read(), topic.end_offsets()
     steps = []
     result = clean_log(topic.delta_table(), keep_versions=6, on_step=steps.append)
-    # Versions 18-23 must stay: cut at the newest checkpoint at or below 18, i.e. 14.
-    assert log_versions(topic.uri) == list(range(14, 24)) and checkpoints(topic.uri) == [14, 19]
-    assert result.files_deleted == 14 + 2
+    # Versions 18-23 must stay: cut at the newest checkpoint at or below 18, i.e. 15.
+    assert log_versions(topic.uri) == list(range(15, 24)) and checkpoints(topic.uri) == [15, 20]
+    assert result.files_deleted == 15 + 2
     assert steps == [LOG_DURING_DELETE, LOG_AFTER_DELETE]
     reopened = Topic.open(tmp_path, "out")
     assert reopened.read() == records and reopened.end_offsets() == ends
-    assert len(files_added(topic.uri, 13, head)) == 10  # readable from the cut on
-    with pytest.raises(LogRetentionError, match="version 13 of .* is gone") as info:
-        files_added(topic.uri, 12, head)
-    assert info.value.version == 13
+    assert len(files_added(topic.uri, 14, head)) == 9  # readable from the cut on
+    with pytest.raises(LogRetentionError, match="version 14 of .* is gone") as info:
+        files_added(topic.uri, 13, head)
+    assert info.value.version == 14
 
 
 def test_versions_a_reader_still_needs_stay_whatever_keep_versions_says(tmp_path):
@@ -56,7 +56,7 @@ def test_versions_a_reader_still_needs_stay_whatever_keep_versions_says(tmp_path
     table = topic.delta_table()
     assert clean_log(table, keep_versions=1, oldest_needed_version=3).files_deleted == 0  # no checkpoint at or below 3
     clean_log(table, keep_versions=1, oldest_needed_version=12)
-    assert log_versions(topic.uri)[0] == 9
+    assert log_versions(topic.uri)[0] == 10
     assert len(files_added(topic.uri, 11, topic.version())) == 12  # the downstream reads on from version 12
 
 

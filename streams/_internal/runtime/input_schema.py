@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 
 import pyarrow as pa
+from deltalake.exceptions import DeltaError
 from deltalake import Schema
 
 from deltastreams.conf.errors import SchemaMismatchError
@@ -94,6 +95,12 @@ def check_at_start(topic: str, uri: str, layout: TopicLayout, position: int, add
     added_columns.note(topic, check_schema(topic, layout, current, "now"), "now")
     if position < 0:
         return
-    then = open_table(uri, position)
+    try:
+        then = open_table(uri, position)
+    except DeltaError:
+        # Its log no longer holds that version (log retention): the versions after it are read
+        # one by one anyway, each checked as it comes, or the application stops at start for
+        # being behind its input's log (inputs.InputLog.require_positions).
+        return
     before = TopicLayout.from_table(then.metadata().description or "", pa.schema(then.schema()))
     check_schema(topic, before, current, f"since version {position} (where the application stands)")

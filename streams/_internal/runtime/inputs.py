@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from deltastreams.conf.errors import SchemaMismatchError
+from deltastreams.conf.errors import LogRetentionError, SchemaMismatchError
 from deltastreams.sinks import DataFile, RejectedFile, TopicLayout, VersionRead, latest_version, open_table, read_version
 from deltastreams.streams._internal.runtime.input_schema import AddedColumns, check_schema, columns_of
 from deltastreams.streams._internal.runtime.kafka_sources import KafkaSources
@@ -73,7 +73,11 @@ class InputLog:
         """What ``version`` of ``topic`` added, judged, without the files skipped."""
         key = (topic, version)
         if key not in self._reads:
-            self._reads[key] = self._without_skipped(topic, read_version(self.uris[topic], version))
+            try:
+                read = read_version(self.uris[topic], version)
+            except LogRetentionError as e:
+                raise behind_retention(topic, version - 1, e) from None
+            self._reads[key] = self._without_skipped(topic, read)
         return self._reads[key]
 
     def _schema_problem(self, topic: str, read: VersionRead) -> Exception | None:
@@ -104,6 +108,15 @@ class InputLog:
 
     def files(self, topic: str, version: int) -> list[DataFile]:
         return self.read(topic, version).files
+
+    def require_positions(self, consumed: Callable[[str], int], latest: Mapping[str, int]) -> None:
+        """Read the version after every input topic's position, if there is one (the first
+        batch reads it anyway: it stays cached): a log cleaned past the position fails here, at
+        start (:func:`behind_retention`)."""
+        for topic in self.uris:
+            position = consumed(topic)
+            if latest.get(topic, position) > position:
+                self.read(topic, position + 1)
 
     def bounded(self, topic: str, start: int, latest: int) -> InputRange:
         """The end version of the next batch after ``start`` (at most ``latest``) and what it adds.
@@ -155,6 +168,24 @@ class InputLog:
     def forget(self, topic: str, up_to: int) -> None:
         for key in [k for k in self._reads if k[0] == topic and k[1] <= up_to]:
             del self._reads[key]
+
+
+def behind_retention(topic: str, position: int, error: LogRetentionError) -> LogRetentionError:
+    """The application's own words for an input topic whose log was cleaned past its position (a
+    Kafka consumer's offset out of range, with auto.offset.reset=none): it stops rather than skip
+    records, and says how to go on."""
+    oldest = f"version {error.oldest}" if error.oldest is not None else "a later version"
+    restart = f"--to-version {topic}={error.oldest - 1}" if error.oldest is not None else "--to-version <the version before the oldest kept>"
+    return LogRetentionError(
+        f"input topic '{topic}': this application consumed it up to version {position}, but the topic's log now starts at {oldest}: "
+        "its writer deleted the commit files older than the topic's delta.logRetentionDuration, so the records appended in between "
+        "can no longer be read in order (they are still in the table). The application stops rather than skip them. To go on, "
+        f"reset it (python -m deltastreams.jobs.reset ... {restart}: reprocesses from there with empty state; docs/operations.md), "
+        "and give the topic a longer delta.logRetentionDuration than the application may stay stopped (docs/retention.md)",
+        uri=error.uri,
+        version=error.version,
+        oldest=error.oldest,
+    )
 
 
 class InputWatcher(threading.Thread):
