@@ -20,6 +20,7 @@ import logging
 import os
 import threading
 import time
+import traceback
 from pathlib import Path
 
 from deltastreams.conf import StreamsConfig
@@ -47,6 +48,7 @@ from deltastreams.streams._internal.runtime.timing import Phases
 from deltastreams.streams._internal.runtime.topology_guard import check_topology_upgrade, keep_records
 from deltastreams.streams._internal.spark.listener import query_listener
 from deltastreams.streams._internal.spark.session import spark_session
+from deltastreams.streams._internal.spark.session_start import SessionStart, embedded_master
 from deltastreams.streams._internal.spark.job import TriggerJob
 from deltastreams.streams._internal.spark.trigger import BatchMetrics, Trigger
 from deltastreams.streams.spark import topic_frame
@@ -173,9 +175,7 @@ class StreamsApp:
             topology_records = check_topology_upgrade(self.topology, self.config)
             in_kafka = frozenset(self.kafka.topics) if self.kafka is not None else frozenset()
             compiled = {sub.id: compile_subtopology(self.topology, sub, kafka_topics=in_kafka) for sub in self.topology.subtopologies}
-        if self.spark is None:
-            with phases.time("session"):
-                self.spark = spark_session(self.config, log_file=self.log_file)
+        session = self._session_start(phases)
         shipped = ShippedTopology.of(for_executors(self.topology))
         settings = BatchSettings(
             application_id=self.config.application_id,
@@ -188,7 +188,7 @@ class StreamsApp:
             storage_options=dict(self.config.storage_options),
             state_under_tmp=self.config.state_under_tmp,
         )
-        self._warm_up_hosts(settings, shipped)
+        hosts = self._warm_up_hosts(settings, shipped, session)
         self.committer = Committer(self.registry)
         self._start_heartbeat()  # before registering: a holder is never without one
         with phases.time("recover"):
@@ -206,7 +206,7 @@ class StreamsApp:
         planner = Planner(self.topology, self.registry, inputs, settings, shipped, {s: c.entry for s, c in compiled.items()}, self.kafka)
         consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics and t not in self.topology.cycle_topics}
         job = TriggerJob(
-            self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records,
+            session, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records,
             sticky_tasks=self.config.sticky_tasks, standby_replicas=self.config.num_standby_replicas,
         )  # fmt: skip
         self.trigger = Trigger(
@@ -224,12 +224,49 @@ class StreamsApp:
         # A crash between two sub-topologies' commits leaves repartition records committed but
         # not consumed: process them before new input arrives (no trigger would come for them).
         with phases.time("backlog"):
-            self.trigger.run(-1, {})
+            if session.ready():
+                self.trigger.run(-1, {})
+            else:
+                self._run_while_session_starts(session, hosts)
+        if not session.ready():
+            with phases.time("session"):
+                session.wait(float("inf"))
+        self.spark = session.get()
         with phases.time("query"):
             self._listener = query_listener()
             self.spark.streams.addListener(self._listener)
             self._start_query()
         log.info("application %s started in %.1f s (%s)", self.config.application_id, sum(phases.values()), phases.describe())
+
+    def _session_start(self, phases: Phases) -> SessionStart:
+        """The session given, or the one this application starts: embedded, on a thread of its own
+        while the driver recovers and runs its first triggers
+        (:mod:`deltastreams.streams._internal.spark.session_start`); else (spark-submit, a cluster)
+        here and now."""
+        if self.spark is not None:
+            return SessionStart.given(self.spark)
+        master = embedded_master(self.config)
+        if master is not None:
+            return SessionStart(lambda: spark_session(self.config, log_file=self.log_file), master=master)
+        with phases.time("session"):
+            self.spark = spark_session(self.config, log_file=self.log_file)
+        return SessionStart.given(self.spark)
+
+    def _run_while_session_starts(self, session: SessionStart, hosts: threading.Thread) -> None:
+        """Triggers run by the driver itself until the session is up (the first is also the
+        repartition backlog's): local mode calls a small trigger's tasks on their hosts from the
+        driver anyway, so a job's first results need not wait for the JVM. Once the hosts are up
+        (started from here, :meth:`_warm_up_hosts`), or as long as the session takes."""
+        hosts.join()
+        try:
+            self.trigger.run_before_query()
+            while not session.wait(self._poll_interval_s):
+                if self.trigger.input_pending():
+                    self.trigger.run_before_query()
+        except Exception as e:  # said as a failed batch of the query would be
+            details = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+            raise ApplicationFailedError(self.config.application_id, explain(details), details) from None
+        log.debug("Spark session started in %.1f s, in the background", session.seconds)
 
     def _idle_clock(self) -> IdleClock | None:
         """Idle close (off unless ``idle_close_ms`` is set): every task of a sub-topology that
@@ -257,20 +294,33 @@ class StreamsApp:
     def _host_idle_timeout_s(self) -> float:
         return max(60.0, 20 * self.config.commit_interval.total_seconds())
 
-    def _warm_up_hosts(self, settings: BatchSettings, shipped: ShippedTopology) -> None:
+    def _warm_up_hosts(self, settings: BatchSettings, shipped: ShippedTopology, session: SessionStart) -> threading.Thread:
         """Start every task's host (imports, topology) in the background while the application
-        registers and recovers: otherwise the first trigger pays for it."""
+        registers and recovers: otherwise the first trigger pays for it. While the session still
+        starts, the driver starts them itself (local mode: this machine is the executor's);
+        otherwise a Spark job does, on the executors."""
         tasks = [f"{sub.id}_{p}" for sub in self.topology.subtopologies for p in range(self.registry.tasks(sub))]
-        sc = self.spark.sparkContext
         idle = self._host_idle_timeout_s
+
+        def from_driver() -> None:
+            names = [task_host.host_name(settings.local_state_dir(), settings.application_id, task) for task in tasks]
+            task_host.start_here(names, idle, log_file=self.log_file)
+            for name in names:
+                task_host.call(name, ("ping", shipped), idle_timeout_s=idle, start=False)
+
+        def from_spark() -> None:
+            sc = session.get().sparkContext
+            sc.parallelize(tasks, len(tasks)).foreach(lambda task: _ping_host(settings, shipped, task, idle))
 
         def warm() -> None:
             try:
-                sc.parallelize(tasks, len(tasks)).foreach(lambda task: _ping_host(settings, shipped, task, idle))
+                (from_spark if session.ready() else from_driver)()
             except Exception:  # noqa: BLE001 - only a head start; the first trigger starts them anyway
                 log.debug("task host warm-up failed", exc_info=True)
 
-        threading.Thread(target=warm, name="deltastreams-warm-up", daemon=True).start()
+        thread = threading.Thread(target=warm, name="deltastreams-warm-up", daemon=True)
+        thread.start()
+        return thread
 
     def _check_sources(self) -> None:
         self._check_kafka_topics()

@@ -104,15 +104,22 @@ def _factory_name(executor_pid: int) -> str:
     return f"deltastreams-host-factory-{os.getuid()}-{executor_pid}"
 
 
-def _spawn_factory(executor_pid: int) -> None:
+def _spawn_factory(watch_pid: int, *, own_session: bool = False, log_file: str | None = None) -> None:
     # Detached through an intermediate process that exits at once, so the factory is not a child
-    # of a Python worker that never reaps it; it stays in Spark's process group on purpose (the
-    # daemon's SIGHUP at shutdown ends it and its hosts).
-    command = [sys.executable, "-m", "deltastreams.streams._internal.runtime.task_host", "--factory", "--watch-pid", str(executor_pid)]
-    launcher = f"import subprocess; subprocess.Popen({command!r}, stdin=subprocess.DEVNULL, close_fds=True)"
+    # of a Python worker that never reaps it. Started by a Spark task, it stays in Spark's process
+    # group on purpose (the daemon's SIGHUP at shutdown ends it and its hosts); started by the
+    # driver (``own_session``), it leaves the terminal's process group, which Ctrl-C signals, and
+    # ends with the driver it watches.
+    command = [sys.executable, "-m", "deltastreams.streams._internal.runtime.task_host", "--factory", "--watch-pid", str(watch_pid)]
+    launcher = f"import subprocess; subprocess.Popen({command!r}, stdin=subprocess.DEVNULL, close_fds=True, start_new_session={own_session!r})"
     # It forks its hosts after importing NumPy: no BLAS thread pool may exist by then.
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    subprocess.run([sys.executable, "-c", launcher], check=True, stdin=subprocess.DEVNULL, env=env)
+    output = open(log_file, "ab") if log_file else None  # noqa: SIM115 - closed below, the factory keeps its own copy
+    try:
+        subprocess.run([sys.executable, "-c", launcher], check=True, stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env)
+    finally:
+        if output is not None:
+            output.close()
 
 
 def _wait_for(name: str, what: str) -> socket.socket:
@@ -128,13 +135,42 @@ def _wait_for(name: str, what: str) -> socket.socket:
 
 def _start_host(name: str, idle_timeout_s: float) -> None:
     executor = executor_pid()
-    factory = _connect(_factory_name(executor))
-    if factory is None:
-        _spawn_factory(executor)
-        factory = _wait_for(_factory_name(executor), "task host factory")
-    with factory:
+    with _factory(executor) as factory:
         _send(factory, pickle.dumps((name, idle_timeout_s)))
         _receive(factory)
+
+
+def _factory(watch_pid: int, *, own_session: bool = False, log_file: str | None = None) -> socket.socket:
+    """A connection to the host factory that watches ``watch_pid``, spawned if there is none."""
+    factory = _connect(_factory_name(watch_pid))
+    if factory is None:
+        _spawn_factory(watch_pid, own_session=own_session, log_file=log_file)
+        factory = _wait_for(_factory_name(watch_pid), "task host factory")
+    return factory
+
+
+def start_here(names: Iterable[str], idle_timeout_s: float, *, log_file: str | None = None) -> None:
+    """Start the task hosts ``names`` from the driver, in local mode (where the driver's machine is
+    the executor's): the first trigger then finds them ready without waiting for Spark
+    (:mod:`deltastreams.streams._internal.spark.session_start`). They watch this process, as a
+    Spark task's hosts watch its executor's JVM, and write to ``log_file``. Hosts already running
+    are left as they are; Spark tasks find these by name as they would their own."""
+    names = [name for name in names if not _serving(name)]
+    if not names:
+        return
+    for name in names:
+        with _factory(os.getpid(), own_session=True, log_file=log_file) as factory:
+            _send(factory, pickle.dumps((name, idle_timeout_s)))
+            _receive(factory)
+
+
+def _serving(name: str) -> bool:
+    """Whether a host serves ``name`` (asked without sending it anything)."""
+    sock = _connect(name)
+    if sock is None:
+        return False
+    sock.close()
+    return True
 
 
 def call(name: str, request: object, *, idle_timeout_s: float, start: bool = True) -> object:
