@@ -163,6 +163,9 @@ class StreamsApp:
 
     def _start(self) -> None:
         phases = Phases()
+        master = embedded_master(self.config) if self.spark is None else None
+        if master is not None:  # the task hosts' imports, meanwhile (see _session_start)
+            threading.Thread(target=task_host.prepare_here, kwargs={"log_file": self.log_file}, name="deltastreams-host-factory", daemon=True).start()
         with phases.time("check"):
             require_reachable(self.config.root)
             require_no_rescale(self.config.root, self.config.application_id)
@@ -175,7 +178,7 @@ class StreamsApp:
             topology_records = check_topology_upgrade(self.topology, self.config)
             in_kafka = frozenset(self.kafka.topics) if self.kafka is not None else frozenset()
             compiled = {sub.id: compile_subtopology(self.topology, sub, kafka_topics=in_kafka) for sub in self.topology.subtopologies}
-        session = self._session_start(phases)
+        session = self._session_start(phases, master)
         shipped = ShippedTopology.of(for_executors(self.topology))
         settings = BatchSettings(
             application_id=self.config.application_id,
@@ -238,14 +241,13 @@ class StreamsApp:
             self._start_query()
         log.info("application %s started in %.1f s (%s)", self.config.application_id, sum(phases.values()), phases.describe())
 
-    def _session_start(self, phases: Phases) -> SessionStart:
-        """The session given, or the one this application starts: embedded, on a thread of its own
-        while the driver recovers and runs its first triggers
+    def _session_start(self, phases: Phases, master: str | None) -> SessionStart:
+        """The session given, or the one this application starts: embedded (``master``), on a
+        thread of its own while the driver recovers and runs its first triggers
         (:mod:`deltastreams.streams._internal.spark.session_start`); else (spark-submit, a cluster)
         here and now."""
         if self.spark is not None:
             return SessionStart.given(self.spark)
-        master = embedded_master(self.config)
         if master is not None:
             return SessionStart(lambda: spark_session(self.config, log_file=self.log_file), master=master)
         with phases.time("session"):
@@ -258,6 +260,7 @@ class StreamsApp:
         driver anyway, so a job's first results need not wait for the JVM. Once the hosts are up
         (started from here, :meth:`_warm_up_hosts`), or as long as the session takes."""
         hosts.join()
+        log.debug("task hosts ready (started from the driver)")
         try:
             self.trigger.run_before_query()
             while not session.wait(self._poll_interval_s):

@@ -149,6 +149,13 @@ def _factory(watch_pid: int, *, own_session: bool = False, log_file: str | None 
     return factory
 
 
+def prepare_here(*, log_file: str | None = None) -> None:
+    """Spawn the host factory :func:`start_here` uses, unless it runs: its imports (the
+    processing core, ~1 s) then overlap whatever the driver does before it needs a host."""
+    if not _serving(_factory_name(os.getpid())):
+        _spawn_factory(os.getpid(), own_session=True, log_file=log_file)
+
+
 def start_here(names: Iterable[str], idle_timeout_s: float, *, log_file: str | None = None) -> None:
     """Start the task hosts ``names`` from the driver, in local mode (where the driver's machine is
     the executor's): the first trigger then finds them ready without waiting for Spark
