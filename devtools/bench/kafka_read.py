@@ -75,10 +75,10 @@ def _cpu(spark) -> float:
 
 def _session():
     from deltastreams.conf import StreamsConfig
-    from deltastreams.streams._internal.spark.delta_spark import jars
-    from deltastreams.streams._internal.spark.session import spark_session
+    from deltastreams.devtools.servers.jvm import spark_jars
+    from deltastreams.streams.runtime import spark_session
 
-    connector = [j for j in jars() if os.path.basename(j).startswith(("spark-sql-kafka", "spark-token-provider-kafka", "kafka-clients", "commons-pool2"))]
+    connector = [j for j in spark_jars() if os.path.basename(j).startswith(("spark-sql-kafka", "spark-token-provider-kafka", "kafka-clients", "commons-pool2"))]
     if len(connector) < 4:
         raise SystemExit("Spark's Kafka connector is not built: run bin/setup")
     config = StreamsConfig.load({"application_id": "bench-kafka-read", "delta_spark": "off", "spark_conf": {"spark.jars": ",".join(connector)}})
