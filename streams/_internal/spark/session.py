@@ -8,7 +8,7 @@ import shlex
 import sys
 
 from deltastreams.conf import DeltaSpark, StreamsConfig
-from deltastreams.streams._internal.spark import delta_spark
+from deltastreams.streams._internal.spark import class_archive, delta_spark
 from deltastreams.streams._internal.spark.spark_log import launch_jvm_writing_to, running_jvm_writing_to
 
 _DEFAULTS = {
@@ -100,6 +100,9 @@ def spark_session(config: StreamsConfig, *, log_file: str | None = None):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     submitted = submitted_settings()
     ours = {"spark.master": config.master, "spark.app.name": f"deltastreams-{config.application_id}", **_DEFAULTS, **dict(config.spark_conf)}
+    archive = class_archive.java_options() if SparkContext._jvm is None else ""
+    if archive and "spark.driver.extraJavaOptions" not in submitted:  # the JVM starts now, ours: with the class archive
+        ours["spark.driver.extraJavaOptions"] = " ".join(o for o in (ours.get("spark.driver.extraJavaOptions", ""), archive) if o)
     builder = SparkSession.builder
     for key, value in ours.items():
         if key not in submitted:
