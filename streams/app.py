@@ -226,14 +226,11 @@ class StreamsApp:
                 self.metrics.watch_retention(self.retention.totals)
         # A crash between two sub-topologies' commits leaves repartition records committed but
         # not consumed: process them before new input arrives (no trigger would come for them).
-        with phases.time("backlog"):
-            if session.ready():
+        if session.ready():
+            with phases.time("backlog"):
                 self.trigger.run(-1, {})
-            else:
-                self._run_while_session_starts(session, hosts)
-        if not session.ready():
-            with phases.time("session"):
-                session.wait(float("inf"))
+        else:
+            self._run_while_session_starts(session, hosts, phases)
         self.spark = session.get()
         with phases.time("query"):
             self._listener = query_listener()
@@ -254,18 +251,21 @@ class StreamsApp:
             self.spark = spark_session(self.config, log_file=self.log_file)
         return SessionStart.given(self.spark)
 
-    def _run_while_session_starts(self, session: SessionStart, hosts: threading.Thread) -> None:
+    def _run_while_session_starts(self, session: SessionStart, hosts: threading.Thread, phases: Phases) -> None:
         """Triggers run by the driver itself until the session is up (the first is also the
         repartition backlog's): local mode calls a small trigger's tasks on their hosts from the
         driver anyway, so a job's first results need not wait for the JVM. Once the hosts are up
-        (started from here, :meth:`_warm_up_hosts`), or as long as the session takes."""
-        hosts.join()
-        log.debug("task hosts ready (started from the driver)")
+        (started from here, :meth:`_warm_up_hosts`), and as long as the session takes (the
+        ``session`` phase: what is left of its start, early triggers included)."""
+        with phases.time("hosts"):
+            hosts.join()
         try:
-            self.trigger.run_before_query()
-            while not session.wait(self._poll_interval_s):
-                if self.trigger.input_pending():
-                    self.trigger.run_before_query()
+            with phases.time("backlog"):
+                self.trigger.run_before_query()
+            with phases.time("session"):
+                while not session.wait(self._poll_interval_s):
+                    if self.trigger.input_pending():
+                        self.trigger.run_before_query()
         except Exception as e:  # said as a failed batch of the query would be
             details = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
             raise ApplicationFailedError(self.config.application_id, explain(details), details) from None
