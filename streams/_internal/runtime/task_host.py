@@ -3,8 +3,9 @@
 Spark hands a task to whichever of its Python workers is free, so state kept in a worker would be
 found again only by chance. A task host is a process of its own per (state directory, application,
 task), started by the first Spark task that needs it (in local mode, by the driver as it starts:
-:func:`start_here`) and found again by every later one on that machine through a Unix socket with a name derived from those three (Linux abstract namespace: no
-file to clean up, no path-length limit). It keeps the task's RocksDB stores open and its last
+:func:`start_here`) and found again by every later one on that machine through a Unix socket
+with a name derived from those three (Linux abstract namespace: no file to clean up, no
+path-length limit). It keeps the task's RocksDB stores open and its last
 batch's changes in memory (:class:`deltastreams.streams._internal.runtime.task.TaskExecutor`), so a batch
 neither reopens a store nor reads its own changelog back. Batches reach it one at a time.
 
@@ -29,6 +30,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Iterable
@@ -152,17 +154,24 @@ def _start_host(name: str, idle_timeout_s: float) -> None:
 def _factory(watch_pid: int, *, from_driver: bool = False, log_file: str | None = None) -> socket.socket:
     """A connection to the host factory that watches ``watch_pid``, spawned if there is none."""
     factory = _connect(_factory_name(watch_pid))
-    if factory is None:
-        _spawn_factory(watch_pid, from_driver=from_driver, log_file=log_file)
-        factory = _wait_for(_factory_name(watch_pid), "task host factory")
+    if factory is not None:
+        return factory
+    with _spawning:  # a second thread of this process waits for the first one's factory
+        factory = _connect(_factory_name(watch_pid))
+        if factory is None:
+            _spawn_factory(watch_pid, from_driver=from_driver, log_file=log_file)
+            factory = _wait_for(_factory_name(watch_pid), "task host factory")
     return factory
+
+
+_spawning = threading.Lock()
 
 
 def prepare_here(*, log_file: str | None = None) -> None:
     """Spawn the host factory :func:`start_here` uses, unless it runs: its imports (the
-    processing core, ~1 s) then overlap whatever the driver does before it needs a host."""
-    if not _serving(_factory_name(os.getpid())):
-        _spawn_factory(os.getpid(), from_driver=True, log_file=log_file)
+    processing core, ~1 s) then overlap whatever the driver does before it needs a host. (It
+    listens before it imports: this returns once it listens.)"""
+    _factory(os.getpid(), from_driver=True, log_file=log_file).close()
 
 
 def start_here(names: Iterable[str], idle_timeout_s: float, *, log_file: str | None = None) -> None:
