@@ -16,6 +16,7 @@ present at start has been processed.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -191,7 +192,8 @@ class StreamsApp:
             storage_options=dict(self.config.storage_options),
             state_under_tmp=self.config.state_under_tmp,
         )
-        hosts = self._warm_up_hosts(settings, shipped, session)
+        hosts_here = not session.ready()  # the driver starts the task hosts itself (local mode)
+        hosts = self._warm_up_hosts(settings, shipped, session, from_driver=hosts_here)
         self.committer = Committer(self.registry)
         self._start_heartbeat()  # before registering: a holder is never without one
         with phases.time("recover"):
@@ -212,6 +214,8 @@ class StreamsApp:
             session, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records,
             sticky_tasks=self.config.sticky_tasks, standby_replicas=self.config.num_standby_replicas,
         )  # fmt: skip
+        if hosts_here:
+            job.start_hosts_here = functools.partial(task_host.start_here, idle_timeout_s=self._host_idle_timeout_s, log_file=self.log_file)
         self.trigger = Trigger(
             planner, job, self.committer, self.registry, self.progress, poll_interval_s=self._poll_interval_s,
             commit_interval_s=self.config.commit_interval.total_seconds(), idle_clock=self._idle_clock(),
@@ -297,15 +301,15 @@ class StreamsApp:
     def _host_idle_timeout_s(self) -> float:
         return max(60.0, 20 * self.config.commit_interval.total_seconds())
 
-    def _warm_up_hosts(self, settings: BatchSettings, shipped: ShippedTopology, session: SessionStart) -> threading.Thread:
+    def _warm_up_hosts(self, settings: BatchSettings, shipped: ShippedTopology, session: SessionStart, *, from_driver: bool) -> threading.Thread:
         """Start every task's host (imports, topology) in the background while the application
-        registers and recovers: otherwise the first trigger pays for it. While the session still
-        starts, the driver starts them itself (local mode: this machine is the executor's);
-        otherwise a Spark job does, on the executors."""
+        registers and recovers: otherwise the first trigger pays for it. ``from_driver`` (the
+        session still starts, so local mode: this machine is the executor's): the driver starts
+        them itself; otherwise a Spark job does, on the executors."""
         tasks = [f"{sub.id}_{p}" for sub in self.topology.subtopologies for p in range(self.registry.tasks(sub))]
         idle = self._host_idle_timeout_s
 
-        def from_driver() -> None:
+        def here() -> None:
             names = [task_host.host_name(settings.local_state_dir(), settings.application_id, task) for task in tasks]
             task_host.start_here(names, idle, log_file=self.log_file)
             for name in names:
@@ -317,7 +321,7 @@ class StreamsApp:
 
         def warm() -> None:
             try:
-                (from_spark if session.ready() else from_driver)()
+                (here if from_driver else from_spark)()
             except Exception:  # noqa: BLE001 - only a head start; the first trigger starts them anyway
                 log.debug("task host warm-up failed", exc_info=True)
 

@@ -25,7 +25,7 @@ import functools
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
@@ -204,6 +204,9 @@ class TriggerJob:
         """On a cluster: where each task's stores are current (:mod:`deltastreams.streams._internal.spark.locality`)."""
         self.standby_entries = 0
         """Changelog entries the standby copies applied during the last trigger."""
+        self.start_hosts_here: Callable[[list[str]], None] | None = None
+        """Set when the driver started the task hosts itself (local mode, while the session
+        started): how it starts one that is found missing."""
 
     @property
     def spark(self):
@@ -324,7 +327,16 @@ class TriggerJob:
         if not self.in_driver:
             return None
         try:
-            return list(run_all(iter(()), start=False))
+            try:
+                return list(run_all(iter(()), start=False))
+            except task_host.HostNotRunning as e:
+                if self.start_hosts_here is None:
+                    raise
+                # The driver started the hosts (while the session started): it starts a missing
+                # one again (an earlier instance's, found alive at start, may have ended since)
+                # rather than wait for Spark.
+                self.start_hosts_here([str(e)])
+                return list(run_all(iter(()), start=False))
         except task_host.HostNotRunning as e:
             log.debug("batch through a Spark task: task host %s is not running here", e)
             return None
