@@ -16,7 +16,9 @@ of its own first; its staged outputs join the chain as if stage 0 had written th
 A small trigger (at most ``single_task_records`` input records) runs as one Spark task that
 calls every task's host in stage order, a stage's hosts at the same time: each stage and shuffle
 costs ~0.1-0.2 s of fixed Spark overhead here, far more than the work of a few thousand records,
-and latency is what a small trigger is about.
+and latency is what a small trigger is about. In local mode the driver calls the hosts itself
+(no Spark task between them); while the session still starts, it does so for every trigger
+(:mod:`deltastreams.streams._internal.spark.session_start`).
 """
 
 from __future__ import annotations
@@ -209,6 +211,13 @@ class TriggerJob:
         started): how it starts one that is found missing."""
 
     @property
+    def _before_session(self) -> bool:
+        """The driver runs triggers on hosts it started while the session still starts: then a big
+        trigger too is the driver's (the hosts do the work either way in local mode, a stage's at
+        the same time), rather than wait for Spark to relay it."""
+        return self.start_hosts_here is not None and not self._session.ready()
+
+    @property
     def spark(self):
         """The session (waited for if it is still starting: only what needs Spark asks)."""
         return self._session.get()
@@ -228,7 +237,7 @@ class TriggerJob:
             self.placement.record(outcomes)
             return outcomes
         descriptor_subs = [sub for stage in plan.stages for sub in stage if self.compiled[sub.id].mode == "descriptors"]
-        if descriptor_subs and _input_records(descriptor_subs) <= self.single_task_records:
+        if descriptor_subs and (_input_records(descriptor_subs) <= self.single_task_records or self._before_session):
             run_all = functools.partial(_all_tasks, _without_records_mode(plan, self.compiled), self.consumers, dict(seeded), self.idle_timeout_s)
             items = self._run_in_driver(run_all)
             if items is None:
@@ -314,8 +323,9 @@ class TriggerJob:
         return locations
 
     def _run_in_driver(self, run_all) -> list[tuple] | None:
-        """A small trigger's items, from the task hosts called by the driver itself; None if that
-        cannot be done (not local mode, or a host not running: only a Spark task starts one).
+        """A small trigger's items (any trigger's while the session starts), from the task hosts
+        called by the driver itself; None if that cannot be done (not local mode, or a host not
+        running: only a Spark task starts one, unless the driver started the hosts).
 
         In local mode the single Spark task of a small trigger runs on this machine and only
         relays calls to the task hosts; the relay (job submission, a Python worker, the result's
