@@ -4,10 +4,10 @@ Embedded (no spark-submit, no session running, a local master: :func:`embedded_m
 JVM and its SparkSession take 5-15 s on this 2-core machine, and nothing the driver does first
 needs them: its checks, the transaction logs' recovery, registration, the task hosts (started from
 the driver in local mode, :func:`deltastreams.streams._internal.runtime.task_host.start_here`), and
-a small trigger, whose tasks the driver calls on their hosts itself
+triggers, whose tasks the driver calls on their hosts itself
 (:meth:`deltastreams.streams._internal.spark.job.TriggerJob._run_in_driver`). So the session starts
-meanwhile, and whatever needs it waits for it (:meth:`SessionStart.get`): the query, a trigger too
-big for the driver alone, a host that is not running.
+meanwhile, and whatever needs it waits for it (:meth:`SessionStart.get`): the query, a sub-topology
+read through Catalyst, a task that failed on its host.
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ class Trigger:
         """One trigger the driver runs itself while its Spark session is still starting (labelled
         batch -1, as the repartition backlog's at every start): the same steps as the query's
         triggers, on the input there is now, the commit interval kept. Returns whether anything
-        ran. What needs Spark (a trigger too big for the driver alone) waits for the session."""
+        ran. What needs Spark (a sub-topology read through Catalyst) waits for the session."""
         with self.in_batch:
             self._wait_for_interval()
             if self.stopping:
