@@ -257,8 +257,9 @@ class StreamsApp:
 
     def _run_while_session_starts(self, session: SessionStart, hosts: threading.Thread, phases: Phases) -> None:
         """Triggers run by the driver itself until the session is up (the first is also the
-        repartition backlog's): local mode calls a small trigger's tasks on their hosts from the
-        driver anyway, so a job's first results need not wait for the JVM. Once the hosts are up
+        repartition backlog's): in local mode the hosts do a trigger's work whoever relays it (the
+        driver calls them itself for small triggers anyway), so a job's first results need not
+        wait for the JVM. Once the hosts are up
         (started from here, :meth:`_warm_up_hosts`), and as long as the session takes (the
         ``session`` phase: what is left of its start, early triggers included)."""
         with phases.time("hosts"):
