@@ -41,7 +41,6 @@ from deltastreams.streams.dsl import (
     TimeWindowedKStream,
 )
 from deltastreams.streams.options import Branched, Printed
-from deltastreams.streams.testing import TestRecord, TopologyTestDriver
 from deltastreams.streams.windows import BufferConfig, EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows
 from deltastreams.topology.graph import Topology
 from deltastreams.topology.records import Windowed
@@ -85,9 +84,16 @@ __all__ = [
     "Windowed",
 ]
 
-_LAZY = {"StreamsApp": "deltastreams.streams.app", "ApplicationFailedError": "deltastreams.streams.errors"}
+_LAZY = {
+    "StreamsApp": "deltastreams.streams.app",
+    "ApplicationFailedError": "deltastreams.streams.errors",
+    "TestRecord": "deltastreams.streams.testing",
+    "TopologyTestDriver": "deltastreams.streams.testing",
+}
 """Names imported when first used: the application runtime imports PySpark, which the DSL, the
-test driver and every executor's task host do without."""
+test driver and every executor's task host do without; the test driver imports the processing
+core (and pandas with it), which an application's driver never runs itself (importing it cost its
+start ~1 s on a loaded machine)."""
 
 
 def __getattr__(name: str):

@@ -22,11 +22,13 @@ While it runs, the console shows a line per micro-batch and the log file everyth
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
@@ -60,6 +62,7 @@ from deltastreams.streams._internal.runtime.timing import Phases
 from deltastreams.streams._internal.runtime.topology_guard import check_topology_upgrade, keep_records
 from deltastreams.streams._internal.spark.listener import query_listener
 from deltastreams.streams._internal.spark.session import spark_session
+from deltastreams.streams._internal.spark.session_start import SessionStart, embedded_master
 from deltastreams.streams._internal.spark.job import TriggerJob
 from deltastreams.streams._internal.spark.trigger import BatchMetrics, Trigger
 from deltastreams.streams.command_line import CommandLine
@@ -237,6 +240,9 @@ class StreamsApp:
 
     def _start(self) -> None:
         phases = Phases()
+        master = embedded_master(self.config) if self.spark is None else None
+        if master is not None:  # the task hosts' imports, meanwhile (see _session_start)
+            threading.Thread(target=task_host.prepare_here, kwargs={"log_file": self.log_file}, name="deltastreams-host-factory", daemon=True).start()
         with phases.time("check"):
             require_reachable(self.config.root)
             require_no_rescale(self.config.root, self.config.application_id)
@@ -249,9 +255,7 @@ class StreamsApp:
             topology_records = check_topology_upgrade(self.topology, self.config)
             in_kafka = frozenset(self.kafka.topics) if self.kafka is not None else frozenset()
             compiled = {sub.id: compile_subtopology(self.topology, sub, kafka_topics=in_kafka) for sub in self.topology.subtopologies}
-        if self.spark is None:
-            with phases.time("session"):
-                self.spark = spark_session(self.config, log_file=self.log_file)
+        session = self._session_start(phases, master)
         shipped = ShippedTopology.of(for_executors(self.topology))
         settings = BatchSettings(
             application_id=self.config.application_id,
@@ -264,7 +268,8 @@ class StreamsApp:
             storage_options=dict(self.config.storage_options),
             state_under_tmp=self.config.state_under_tmp,
         )
-        self._warm_up_hosts(settings, shipped)
+        hosts_here = not session.ready()  # the driver starts the task hosts itself (local mode)
+        hosts = self._warm_up_hosts(settings, shipped, session, from_driver=hosts_here)
         self.committer = Committer(self.registry)
         self._start_heartbeat()  # before registering: a holder is never without one
         with phases.time("recover"):
@@ -283,9 +288,11 @@ class StreamsApp:
         planner = Planner(self.topology, self.registry, inputs, settings, shipped, {s: c.entry for s, c in compiled.items()}, self.kafka)
         consumers = {t: s.id for s in self.topology.subtopologies for t in s.source_topics if t in self.topology.internal_topics and t not in self.topology.cycle_topics}
         job = TriggerJob(
-            self.spark, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records,
+            session, self.topology, compiled, consumers, self._host_idle_timeout_s, self.config.single_task_records,
             sticky_tasks=self.config.sticky_tasks, standby_replicas=self.config.num_standby_replicas,
         )  # fmt: skip
+        if hosts_here:
+            job.start_hosts_here = functools.partial(task_host.start_here, idle_timeout_s=self._host_idle_timeout_s, log_file=self.log_file)
         self.trigger = Trigger(
             planner, job, self.committer, self.registry, self.progress, poll_interval_s=self._poll_interval_s,
             commit_interval_s=self.config.commit_interval.total_seconds(), idle_clock=self._idle_clock(),
@@ -303,8 +310,12 @@ class StreamsApp:
         inputs.require_positions(self.trigger.consumed, self.trigger.watcher.latest())
         # A crash between two sub-topologies' commits leaves repartition records committed but
         # not consumed: process them before new input arrives (no trigger would come for them).
-        with phases.time("backlog"):
-            self.trigger.run(-1, {})
+        if session.ready():
+            with phases.time("backlog"):
+                self.trigger.run(-1, {})
+        else:
+            self._run_while_session_starts(session, hosts, phases)
+        self.spark = session.get()
         with phases.time("query"):
             self._listener = query_listener()
             self.spark.streams.addListener(self._listener)
@@ -334,6 +345,40 @@ class StreamsApp:
     def _stop_on_bad_input(self, bad: BadInputReport) -> Exception:
         return stop_error(self.config.root, self.config.application_id, bad.topic, self.registry.uri(bad.topic), bad.version, bad.path, bad.reason)
 
+    def _session_start(self, phases: Phases, master: str | None) -> SessionStart:
+        """The session given, or the one this application starts: embedded (``master``), on a
+        thread of its own while the driver recovers and runs its first triggers
+        (:mod:`deltastreams.streams._internal.spark.session_start`); else (spark-submit, a cluster)
+        here and now."""
+        if self.spark is not None:
+            return SessionStart.given(self.spark)
+        if master is not None:
+            return SessionStart(lambda: spark_session(self.config, log_file=self.log_file), master=master)
+        with phases.time("session"):
+            self.spark = spark_session(self.config, log_file=self.log_file)
+        return SessionStart.given(self.spark)
+
+    def _run_while_session_starts(self, session: SessionStart, hosts: threading.Thread, phases: Phases) -> None:
+        """Triggers run by the driver itself until the session is up (the first is also the
+        repartition backlog's): in local mode the hosts do a trigger's work whoever relays it (the
+        driver calls them itself for small triggers anyway), so a job's first results need not
+        wait for the JVM. Once the hosts are up
+        (started from here, :meth:`_warm_up_hosts`), and as long as the session takes (the
+        ``session`` phase: what is left of its start, early triggers included)."""
+        with phases.time("hosts"):
+            hosts.join()
+        try:
+            with phases.time("backlog"):
+                self.trigger.run_before_query()
+            with phases.time("session"):
+                while not session.wait(self._poll_interval_s):
+                    if self.trigger.input_pending():
+                        self.trigger.run_before_query()
+        except Exception as e:  # said as a failed batch of the query would be
+            details = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+            raise ApplicationFailedError(self.config.application_id, explain(details), details) from None
+        log.debug("Spark session started in %.1f s, in the background", session.seconds)
+
     def _idle_clock(self) -> IdleClock | None:
         """Idle close (off unless ``idle_close_ms`` is set): every task of a sub-topology that
         closes windows or buffered results with stream time, anchored at this start."""
@@ -360,20 +405,33 @@ class StreamsApp:
     def _host_idle_timeout_s(self) -> float:
         return max(60.0, 20 * self.config.commit_interval.total_seconds())
 
-    def _warm_up_hosts(self, settings: BatchSettings, shipped: ShippedTopology) -> None:
+    def _warm_up_hosts(self, settings: BatchSettings, shipped: ShippedTopology, session: SessionStart, *, from_driver: bool) -> threading.Thread:
         """Start every task's host (imports, topology) in the background while the application
-        registers and recovers: otherwise the first trigger pays for it."""
+        registers and recovers: otherwise the first trigger pays for it. ``from_driver`` (the
+        session still starts, so local mode: this machine is the executor's): the driver starts
+        them itself; otherwise a Spark job does, on the executors."""
         tasks = [f"{sub.id}_{p}" for sub in self.topology.subtopologies for p in range(self.registry.tasks(sub))]
-        sc = self.spark.sparkContext
         idle = self._host_idle_timeout_s
+
+        def here() -> None:
+            names = [task_host.host_name(settings.local_state_dir(), settings.application_id, task) for task in tasks]
+            task_host.start_here(names, idle, log_file=self.log_file)
+            for name in names:
+                task_host.call(name, ("ping", shipped), idle_timeout_s=idle, start=False)
+
+        def from_spark() -> None:
+            sc = session.get().sparkContext
+            sc.parallelize(tasks, len(tasks)).foreach(lambda task: _ping_host(settings, shipped, task, idle))
 
         def warm() -> None:
             try:
-                sc.parallelize(tasks, len(tasks)).foreach(lambda task: _ping_host(settings, shipped, task, idle))
+                (here if from_driver else from_spark)()
             except Exception:  # noqa: BLE001 - only a head start; the first trigger starts them anyway
                 log.debug("task host warm-up failed", exc_info=True)
 
-        threading.Thread(target=warm, name="deltastreams-warm-up", daemon=True).start()
+        thread = threading.Thread(target=warm, name="deltastreams-warm-up", daemon=True)
+        thread.start()
+        return thread
 
     def _check_sources(self) -> None:
         self._check_kafka_topics()

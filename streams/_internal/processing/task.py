@@ -27,19 +27,8 @@ from deltastreams.streams._internal.processing.value_formats import decode_value
 from deltastreams.streams._internal.processing.walk import enter, number_forks, turns
 from deltastreams.topology.graph import SubTopology, Topology
 from deltastreams.topology.nodes import SourceNode
-from deltastreams.topology.records import HEADERS, KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
+from deltastreams.topology.records import DEAD_LETTER_VALUE, HEADERS, KEY, REJECTED, TIMESTAMP, VALUE, WINDOW_END, WINDOW_START
 
-DEAD_LETTER_VALUE = pa.struct(
-    [
-        ("value", pa.string()),
-        ("source_topic", pa.string()),
-        ("source_partition", pa.int32()),
-        ("source_offset", pa.int64()),
-        ("node", pa.string()),
-        ("task", pa.string()),
-        ("reason", pa.string()),
-    ]
-)
 DEAD_LETTER_SCHEMA = pa.schema([("timestamp", pa.int64()), ("key", pa.string()), ("value", DEAD_LETTER_VALUE)])
 
 

@@ -21,11 +21,11 @@ from deltastreams.conf import StreamsConfig
 from deltastreams.conf.errors import CommitError, TopicNotFoundError, TopologyError
 from deltastreams.sinks import DataFile, Topic, TopicLayout, checkpoint_interval, create_topic_with_layout, end_offsets, topic_uri
 from deltastreams.sinks.retention import changelog_watermarks
-from deltastreams.streams._internal.processing.task import DEAD_LETTER_VALUE
 from deltastreams.streams._internal.runtime.kafka_sources import KafkaSources
 from deltastreams.streams._internal.runtime.plan import TopicTarget
 from deltastreams.topology.graph import SubTopology, Topology
 from deltastreams.topology.nodes import SinkNode
+from deltastreams.topology.records import DEAD_LETTER_VALUE
 
 
 @dataclass

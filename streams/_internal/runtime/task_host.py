@@ -2,9 +2,10 @@
 
 Spark hands a task to whichever of its Python workers is free, so state kept in a worker would be
 found again only by chance. A task host is a process of its own per (state directory, application,
-task), started by the first Spark task that needs it and found again by every later one on that
-machine through a Unix socket with a name derived from those three (Linux abstract namespace: no
-file to clean up, no path-length limit). It keeps the task's RocksDB stores open and its last
+task), started by the first Spark task that needs it (in local mode, by the driver as it starts:
+:func:`start_here`) and found again by every later one on that machine through a Unix socket
+with a name derived from those three (Linux abstract namespace: no file to clean up, no
+path-length limit). It keeps the task's RocksDB stores open and its last
 batch's changes in memory (:class:`deltastreams.streams._internal.runtime.task.TaskExecutor`), so a batch
 neither reopens a store nor reads its own changelog back. Batches reach it one at a time.
 
@@ -29,6 +30,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Iterable
@@ -104,15 +106,31 @@ def _factory_name(executor_pid: int) -> str:
     return f"deltastreams-host-factory-{os.getuid()}-{executor_pid}"
 
 
-def _spawn_factory(executor_pid: int) -> None:
+def _spawn_factory(watch_pid: int, *, from_driver: bool = False, log_file: str | None = None) -> None:
+    command = [sys.executable, "-m", "deltastreams.streams._internal.runtime.task_host", "--factory", "--watch-pid", str(watch_pid)]
+    # It forks its hosts after importing NumPy: no BLAS thread pool may exist by then.
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    if from_driver:
+        # The driver's child (tools find a job's processes by descent), writing to the job's log
+        # file, deaf to the terminal's Ctrl-C as PySpark's JVM is: the driver stops between
+        # batches on it, and a host must finish the batch it runs.
+        global _driver_factory
+        output = open(log_file, "ab") if log_file else None  # noqa: SIM115 - the child keeps its own copy
+        try:
+            _driver_factory = subprocess.Popen([*command, "--ignore-sigint"], stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env, close_fds=True)
+        finally:
+            if output is not None:
+                output.close()
+        return
     # Detached through an intermediate process that exits at once, so the factory is not a child
     # of a Python worker that never reaps it; it stays in Spark's process group on purpose (the
     # daemon's SIGHUP at shutdown ends it and its hosts).
-    command = [sys.executable, "-m", "deltastreams.streams._internal.runtime.task_host", "--factory", "--watch-pid", str(executor_pid)]
     launcher = f"import subprocess; subprocess.Popen({command!r}, stdin=subprocess.DEVNULL, close_fds=True)"
-    # It forks its hosts after importing NumPy: no BLAS thread pool may exist by then.
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     subprocess.run([sys.executable, "-c", launcher], check=True, stdin=subprocess.DEVNULL, env=env)
+
+
+_driver_factory: subprocess.Popen | None = None
+"""The factory this process spawned as a driver (kept: a child is reaped through its Popen)."""
 
 
 def _wait_for(name: str, what: str) -> socket.socket:
@@ -128,13 +146,56 @@ def _wait_for(name: str, what: str) -> socket.socket:
 
 def _start_host(name: str, idle_timeout_s: float) -> None:
     executor = executor_pid()
-    factory = _connect(_factory_name(executor))
-    if factory is None:
-        _spawn_factory(executor)
-        factory = _wait_for(_factory_name(executor), "task host factory")
-    with factory:
+    with _factory(executor) as factory:
         _send(factory, pickle.dumps((name, idle_timeout_s)))
         _receive(factory)
+
+
+def _factory(watch_pid: int, *, from_driver: bool = False, log_file: str | None = None) -> socket.socket:
+    """A connection to the host factory that watches ``watch_pid``, spawned if there is none."""
+    factory = _connect(_factory_name(watch_pid))
+    if factory is not None:
+        return factory
+    with _spawning:  # a second thread of this process waits for the first one's factory
+        factory = _connect(_factory_name(watch_pid))
+        if factory is None:
+            _spawn_factory(watch_pid, from_driver=from_driver, log_file=log_file)
+            factory = _wait_for(_factory_name(watch_pid), "task host factory")
+    return factory
+
+
+_spawning = threading.Lock()
+
+
+def prepare_here(*, log_file: str | None = None) -> None:
+    """Spawn the host factory :func:`start_here` uses, unless it runs: its imports (the
+    processing core, ~1 s) then overlap whatever the driver does before it needs a host. (It
+    listens before it imports: this returns once it listens.)"""
+    _factory(os.getpid(), from_driver=True, log_file=log_file).close()
+
+
+def start_here(names: Iterable[str], idle_timeout_s: float, *, log_file: str | None = None) -> None:
+    """Start the task hosts ``names`` from the driver, in local mode (where the driver's machine is
+    the executor's): the first trigger then finds them ready without waiting for Spark
+    (:mod:`deltastreams.streams._internal.spark.session_start`). They watch this process, as a
+    Spark task's hosts watch its executor's JVM, and write to ``log_file``. Hosts already running
+    are left as they are; Spark tasks find these by name as they would their own."""
+    names = [name for name in names if not _serving(name)]
+    if not names:
+        return
+    for name in names:
+        with _factory(os.getpid(), from_driver=True, log_file=log_file) as factory:
+            _send(factory, pickle.dumps((name, idle_timeout_s)))
+            _receive(factory)
+
+
+def _serving(name: str) -> bool:
+    """Whether a host serves ``name`` (asked without sending it anything)."""
+    sock = _connect(name)
+    if sock is None:
+        return False
+    sock.close()
+    return True
 
 
 def call(name: str, request: object, *, idle_timeout_s: float, start: bool = True) -> object:
@@ -308,7 +369,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="deltastreams task host factory (started by Spark tasks)")
     parser.add_argument("--factory", action="store_true", required=True)
     parser.add_argument("--watch-pid", type=int, default=0)
+    parser.add_argument("--ignore-sigint", action="store_true", help="started by a driver: its terminal's Ctrl-C is the driver's to handle")
     args = parser.parse_args(argv)
+    if args.ignore_sigint:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s task-host %(message)s")
     factory(args.watch_pid)
     return 0

@@ -16,7 +16,9 @@ of its own first; its staged outputs join the chain as if stage 0 had written th
 A small trigger (at most ``single_task_records`` input records) runs as one Spark task that
 calls every task's host in stage order, a stage's hosts at the same time: each stage and shuffle
 costs ~0.1-0.2 s of fixed Spark overhead here, far more than the work of a few thousand records,
-and latency is what a small trigger is about.
+and latency is what a small trigger is about. In local mode the driver calls the hosts itself
+(no Spark task between them); while the session still starts, it does so for every trigger
+(:mod:`deltastreams.streams._internal.spark.session_start`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import functools
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
@@ -36,6 +38,7 @@ from deltastreams.streams._internal.runtime import task_host
 from deltastreams.streams._internal.runtime.plan import BatchPlan, SubtopologyPlan, TaskOutcome, TaskPlan
 from deltastreams.streams._internal.spark.catalyst import apply_catalyst_steps
 from deltastreams.streams._internal.spark.locality import Placement, executor_location, placed_rdd
+from deltastreams.streams._internal.spark.session_start import SessionStart
 from deltastreams.streams._internal.spark.source import STORAGE_OPTIONS
 from deltastreams.topology.compile import CompiledSubtopology
 from deltastreams.topology.graph import Topology
@@ -189,7 +192,7 @@ class TriggerJob:
         sticky_tasks: bool = True,
         standby_replicas: int = 0,
     ) -> None:
-        self.spark = spark
+        self._session = spark if isinstance(spark, SessionStart) else SessionStart.given(spark)
         self.topology = topology
         """With the Spark Column functions (the driver's own copy)."""
         self.compiled = compiled
@@ -197,12 +200,27 @@ class TriggerJob:
         """Repartition topic -> the sub-topology that reads it."""
         self.idle_timeout_s = idle_timeout_s
         self.single_task_records = single_task_records
-        self.in_driver = spark.sparkContext.master.startswith("local")
+        self.in_driver = self._session.local
         """Local mode: a small trigger's tasks may be called from the driver (same machine)."""
         self.placement = Placement(standby_replicas) if sticky_tasks and not self.in_driver else None
         """On a cluster: where each task's stores are current (:mod:`deltastreams.streams._internal.spark.locality`)."""
         self.standby_entries = 0
         """Changelog entries the standby copies applied during the last trigger."""
+        self.start_hosts_here: Callable[[list[str]], None] | None = None
+        """Set when the driver started the task hosts itself (local mode, while the session
+        started): how it starts one that is found missing."""
+
+    @property
+    def _before_session(self) -> bool:
+        """The driver runs triggers on hosts it started while the session still starts: then a big
+        trigger too is the driver's (the hosts do the work either way in local mode, a stage's at
+        the same time), rather than wait for Spark to relay it."""
+        return self.start_hosts_here is not None and not self._session.ready()
+
+    @property
+    def spark(self):
+        """The session (waited for if it is still starting: only what needs Spark asks)."""
+        return self._session.get()
 
     def run(self, plan: BatchPlan) -> list[TaskOutcome]:
         outcomes: list[TaskOutcome] = []
@@ -214,18 +232,18 @@ class TriggerJob:
                         outcomes.append(outcome)
                         for key, value in list(_emit(outcome, self.consumers))[1:]:
                             seeded[(key[1], key[2])].append(value)
-        sc = self.spark.sparkContext
         if self.placement is not None:
             outcomes += self._run_placed(plan, seeded)
             self.placement.record(outcomes)
             return outcomes
         descriptor_subs = [sub for stage in plan.stages for sub in stage if self.compiled[sub.id].mode == "descriptors"]
-        if descriptor_subs and _input_records(descriptor_subs) <= self.single_task_records:
+        if descriptor_subs and (_input_records(descriptor_subs) <= self.single_task_records or self._before_session):
             run_all = functools.partial(_all_tasks, _without_records_mode(plan, self.compiled), self.consumers, dict(seeded), self.idle_timeout_s)
             items = self._run_in_driver(run_all)
             if items is None:
-                items = sc.parallelize([None], 1).mapPartitions(run_all).collect()
+                items = self.spark.sparkContext.parallelize([None], 1).mapPartitions(run_all).collect()
             return outcomes + [TaskOutcome.from_json(value) for key, value in items if key[0] == OUTCOME]
+        sc = self.spark.sparkContext
         rdd = None
         for stage in plan.stages:
             targets = [(sub.id, t.partition) for sub in stage if self.compiled[sub.id].mode == "descriptors" for t in sub.tasks]
@@ -305,21 +323,35 @@ class TriggerJob:
         return locations
 
     def _run_in_driver(self, run_all) -> list[tuple] | None:
-        """A small trigger's items, from the task hosts called by the driver itself; None if that
-        cannot be done (not local mode, or a host not running: only a Spark task starts one).
+        """A small trigger's items (any trigger's while the session starts), from the task hosts
+        called by the driver itself; None if that cannot be done (not local mode, or a host not
+        running: only a Spark task starts one, unless the driver started the hosts).
 
         In local mode the single Spark task of a small trigger runs on this machine and only
         relays calls to the task hosts; the relay (job submission, a Python worker, the result's
         way back) costs ~70 ms here, more than a few thousand records' work. A host found gone
         midway leaves the trigger to the Spark task, which runs every task again: a task's
         stores move only once its changelog is committed, so a batch runs again as after any
-        failed Spark task."""
+        failed Spark task. So does a task that failed on its host: a failure is reported (and
+        retried) as Spark reports any task's, whether or not the driver called the host first."""
         if not self.in_driver:
             return None
         try:
-            return list(run_all(iter(()), start=False))
+            try:
+                return list(run_all(iter(()), start=False))
+            except task_host.HostNotRunning as e:
+                if self.start_hosts_here is None:
+                    raise
+                # The driver started the hosts (while the session started): it starts a missing
+                # one again (an earlier instance's, found alive at start, may have ended since)
+                # rather than wait for Spark.
+                self.start_hosts_here([str(e)])
+                return list(run_all(iter(()), start=False))
         except task_host.HostNotRunning as e:
             log.debug("batch through a Spark task: task host %s is not running here", e)
+            return None
+        except task_host.TaskHostError:
+            log.debug("batch through a Spark task: a task failed on its host when the driver called it", exc_info=True)
             return None
 
     def _run_records_mode(self, plan: BatchPlan, sub: SubtopologyPlan) -> list[TaskOutcome]:

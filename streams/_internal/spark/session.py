@@ -8,8 +8,8 @@ import shlex
 import sys
 
 from deltastreams.conf import DeltaSpark, StreamsConfig
-from deltastreams.streams._internal.spark import delta_spark
-from deltastreams.streams._internal.spark.spark_log import jvm_started_writing_to, running_jvm_writing_to
+from deltastreams.streams._internal.spark import class_archive, delta_spark
+from deltastreams.streams._internal.spark.spark_log import launch_jvm_writing_to, running_jvm_writing_to
 
 _DEFAULTS = {
     "spark.ui.enabled": "false",
@@ -100,6 +100,9 @@ def spark_session(config: StreamsConfig, *, log_file: str | None = None):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     submitted = submitted_settings()
     ours = {"spark.master": config.master, "spark.app.name": f"deltastreams-{config.application_id}", **_DEFAULTS, **dict(config.spark_conf)}
+    archive = class_archive.java_options() if SparkContext._jvm is None else ""
+    if archive and "spark.driver.extraJavaOptions" not in submitted:  # the JVM starts now, ours: with the class archive
+        ours["spark.driver.extraJavaOptions"] = " ".join(o for o in (ours.get("spark.driver.extraJavaOptions", ""), archive) if o)
     builder = SparkSession.builder
     for key, value in ours.items():
         if key not in submitted:
@@ -111,8 +114,8 @@ def spark_session(config: StreamsConfig, *, log_file: str | None = None):
     if log_file is None:
         spark = builder.getOrCreate()
     elif SparkContext._jvm is None:  # the JVM starts now, as our child
-        with jvm_started_writing_to(log_file):
-            spark = builder.getOrCreate()
+        launch_jvm_writing_to(log_file, {**{k: v for k, v in ours.items() if k not in submitted}, **settings})
+        spark = builder.getOrCreate()
     else:
         running_jvm_writing_to(SparkContext._jvm, log_file)
         spark = builder.getOrCreate()
@@ -123,6 +126,18 @@ def spark_session(config: StreamsConfig, *, log_file: str | None = None):
     _quiet_expected_warnings(spark)
     spark.dataSource.register(DeltaTopicSource)
     return spark
+
+
+def embedded_master(config: StreamsConfig) -> str | None:
+    """The local master of the JVM :func:`spark_session` will start as this process's child (the
+    embedded default), or None: under spark-submit (whose JVM runs us), with a session already in
+    this process, or with a cluster's master."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None or SparkContext._jvm is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return None
+    master = _submit_args_settings(os.environ.get("PYSPARK_SUBMIT_ARGS", "")).get("spark.master") or dict(config.spark_conf).get("spark.master") or config.master
+    return master if master.startswith("local") else None
 
 
 def _quiet_expected_warnings(spark) -> None:

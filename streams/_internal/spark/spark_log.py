@@ -9,7 +9,7 @@ to do. All of it belongs in the log file, where nothing is lost.
 
 Two cases, by who starts the JVM:
 - this process (the embedded default, ``PYSPARK_SUBMIT_ARGS``): the JVM is started with the log
-  file as its stderr (:func:`jvm_started_writing_to`), which catches everything from its first
+  file as its stderr (:func:`launch_jvm_writing_to`), which catches everything from its first
   line on, whatever log4j configuration it ends up with;
 - somebody else (``spark-submit``, whose JVM runs our Python; or an earlier session of this
   process): the JVM's stderr is fixed by then, so log4j's console appenders are replaced by a file
@@ -22,11 +22,7 @@ driver's output moves.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 log = logging.getLogger("deltastreams.spark")
@@ -41,22 +37,19 @@ _system_err_path: str | None = None
 """The file the running JVM's ``System.err`` was pointed at last."""
 
 
-@contextlib.contextmanager
-def jvm_started_writing_to(log_file: str | Path) -> Iterator[None]:
-    """A JVM started inside this block (by PySpark, as a child process) inherits ``log_file`` as
-    its stderr for good; this process gets its own stderr back at the end of the block."""
-    sys.stderr.flush()
+def launch_jvm_writing_to(log_file: str | Path, settings: dict[str, str]) -> None:
+    """Start the JVM (PySpark's gateway, as ``getOrCreate`` would, with the settings it would pass)
+    as this process's child with ``log_file`` as its stderr for good. Given to the child alone,
+    not by pointing this process's stderr at the file meanwhile: the session may start on a thread
+    of its own while the application logs to the terminal
+    (:mod:`deltastreams.streams._internal.spark.session_start`)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
-    ours = os.dup(2)
-    into_log = os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.dup2(into_log, 2)
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(ours, 2)
-        os.close(ours)
-        os.close(into_log)
+    with open(log_file, "ab") as into_log:  # the child keeps its own copy of the descriptor
+        gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(settings.items())), popen_kwargs={"stderr": into_log})
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def running_jvm_writing_to(jvm, log_file: str | Path) -> None:

@@ -159,6 +159,27 @@ class Trigger:
             self.last_batch_id = batch_id
             self._tick_if_pending()
 
+    def run_before_query(self) -> bool:
+        """One trigger the driver runs itself while its Spark session is still starting (labelled
+        batch -1, as the repartition backlog's at every start): the same steps as the query's
+        triggers, on the input there is now, the commit interval kept. Returns whether anything
+        ran. What needs Spark (a sub-topology read through Catalyst) waits for the session."""
+        with self.in_batch:
+            self._wait_for_interval()
+            if self.stopping:
+                return False
+            self._refresh_inputs()
+            started = time.monotonic()
+            ran = self.run(-1, self.watcher.latest())
+            if ran:
+                self._last_start = started
+            return ran
+
+    def input_pending(self) -> bool:
+        """Whether an input topic has records not yet consumed, as of now."""
+        self._refresh_inputs()
+        return self.watcher.pending()
+
     def _refresh_inputs(self) -> None:
         """The input topics' versions as of now, not of the watcher's last poll (up to half an
         interval old): a trigger takes what was appended just before it."""

@@ -1,0 +1,71 @@
+"""The application's Spark session, started on a thread of its own while the driver gets ready.
+
+Embedded (no spark-submit, no session running, a local master: :func:`embedded_master`), the
+JVM and its SparkSession take 5-15 s on this 2-core machine, and nothing the driver does first
+needs them: its checks, the transaction logs' recovery, registration, the task hosts (started from
+the driver in local mode, :func:`deltastreams.streams._internal.runtime.task_host.start_here`), and
+triggers, whose tasks the driver calls on their hosts itself
+(:meth:`deltastreams.streams._internal.spark.job.TriggerJob._run_in_driver`). So the session starts
+meanwhile, and whatever needs it waits for it (:meth:`SessionStart.get`): the query, a sub-topology
+read through Catalyst, a task that failed on its host.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from deltastreams.streams._internal.spark.session import embedded_master
+
+__all__ = ["SessionStart", "embedded_master"]
+
+
+class SessionStart:
+    """A session being started (or one given, ready at once)."""
+
+    def __init__(self, start: Callable[[], object] | None, *, master: str, session=None) -> None:
+        self.master = master
+        """The master the session runs on (known before it runs: local mode decides what the
+        driver may do without it)."""
+        self.seconds = 0.0
+        """How long the start took (0: given)."""
+        self._session = session
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        if start is None:
+            self._done.set()
+            return
+        self._started = time.perf_counter()
+        threading.Thread(target=self._run, args=(start,), name="deltastreams-spark-session", daemon=True).start()
+
+    @classmethod
+    def given(cls, session) -> SessionStart:
+        return cls(None, master=session.sparkContext.master, session=session)
+
+    def _run(self, start: Callable[[], object]) -> None:
+        try:
+            self._session = start()
+        except BaseException as e:  # noqa: BLE001 - raised again in the thread that asks for the session
+            self._error = e
+        finally:
+            self.seconds = time.perf_counter() - self._started
+            self._done.set()
+
+    @property
+    def local(self) -> bool:
+        return self.master.startswith("local")
+
+    def ready(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait at most ``timeout_s`` for the start to end; returns whether it has."""
+        return self._done.wait(timeout_s)
+
+    def get(self):
+        """The session, once started (the start's error if it failed)."""
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._session

@@ -1,0 +1,20 @@
+"""The embedded session maps the class-data-sharing archive only while it was made for this
+pyspark and this JVM (its key); a stale or missing one is never handed to the JVM."""
+
+from __future__ import annotations
+
+from deltastreams.streams._internal.spark import class_archive
+
+
+def test_the_archive_is_used_only_while_its_key_matches_this_pyspark_and_jvm(tmp_path, monkeypatch):
+    archive, key = tmp_path / "spark-classes.jsa", tmp_path / "spark-classes.key"
+    monkeypatch.setattr(class_archive, "ARCHIVE", archive)
+    monkeypatch.setattr(class_archive, "KEY", key)
+    assert class_archive.java_options() == ""  # none written
+    archive.write_bytes(b"an archive")
+    assert class_archive.java_options() == ""  # no key: made by whom?
+    key.write_text("pyspark 0.0.1; /old/jdk/bin/java 1")
+    assert class_archive.java_options() == ""  # another pyspark, another JVM
+    key.write_text(class_archive.key())
+    assert class_archive.java_options() == f"-XX:SharedArchiveFile={archive}"
+    assert class_archive.key().startswith("pyspark 4.")  # names the pyspark whose jars are the class path
