@@ -37,8 +37,7 @@ def write_archive(scratch: Path) -> None:
     config = StreamsConfig.load(
         {"application_id": "class-archive", "root": root, "spark_conf": {"spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={written} -Xlog:cds=error,cds+dynamic=error"}}
     )
-    app = StreamsApp(build_topology(), config)
-    app.log_file = str(scratch / "spark.log")
+    app = StreamsApp(build_topology(), config, loglevel=None, log_file=scratch / "spark.log")  # bin/setup's output stays its own
     app.run(until_caught_up=True, timeout_s=1800)
     jvm = SparkContext._gateway.proc
     app.close_spark()
