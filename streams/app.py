@@ -312,7 +312,7 @@ class StreamsApp:
         # not consumed: process them before new input arrives (no trigger would come for them).
         if session.ready():
             with phases.time("backlog"):
-                self.trigger.run(-1, {})
+                self.trigger.run({})
         else:
             self._run_while_session_starts(session, hosts, phases)
         self.spark = session.get()
@@ -374,9 +374,11 @@ class StreamsApp:
                 while not session.wait(self._poll_interval_s):
                     if self.trigger.input_pending():
                         self.trigger.run_before_query()
-        except Exception as e:  # said as a failed batch of the query would be
+        except Exception as e:  # said as a failed batch of the query would be (_check_query)
             details = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
-            raise ApplicationFailedError(self.config.application_id, explain(details), details) from None
+            # Our own errors say what to do (bad input names the skip command): kept as they are.
+            failure = Failure(str(e), e.action) if isinstance(e, DeltaStreamsError) and getattr(e, "action", None) else explain(details)
+            raise ApplicationFailedError(self.config.application_id, failure, details) from None
         log.debug("Spark session started in %.1f s, in the background", session.seconds)
 
     def _idle_clock(self) -> IdleClock | None:

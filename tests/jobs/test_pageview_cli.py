@@ -26,7 +26,7 @@ def test_generate_run_results_end_to_end(tmp_path):
     # The first batch is committed while the JVM still starts (the driver calls the task hosts it
     # started itself), not after the session and the query are up.
     logged = Path(run.stderr.split("log file: ", 1)[1].split("\n", 1)[0]).read_text()
-    first_batch, session_up = logged.find("sub-topology 0 batch -1: 2,500 in"), logged.find("Spark session started in")
+    first_batch, session_up = logged.find("sub-topology 0 batch 0: 2,500 in"), logged.find("Spark session started in")
     assert 0 <= first_batch < session_up, logged[:3000]
     lines = cli("results", "--root", root).stdout.splitlines()
     assert lines[0] == "category,window_start,window_end,count"

@@ -46,6 +46,9 @@ class BatchMetrics:
 
     subtopology: int
     batch_id: int
+    """The trigger's number in this run of the application (0 first), whether the driver ran it
+    while the Spark session started or the query did (Spark's own batch ids count only the
+    latter); the console and the metrics file say it."""
     tasks: int
     records_in: int
     records_out: int
@@ -129,6 +132,9 @@ class Trigger:
         interval only says how often it looks for ticks, see :meth:`_wait_for_interval`)."""
         self._last_start = float("-inf")
         self.last_batch_id = -1
+        """The query's last batch id (Spark's), once its trigger ran: a stop waits for Spark to record it."""
+        self.batches_run = 0
+        """Triggers that ran in this run (each committed or abandoned its batch): the next one's number."""
         self.history: deque[BatchMetrics] = deque(maxlen=HISTORY)
         """The most recent batches' metrics (a job runs for days: all of them would not fit)."""
         self.commit_lock = threading.Lock()
@@ -152,7 +158,7 @@ class Trigger:
             self._last_start = time.monotonic()
             self._refresh_inputs()
             try:
-                self.run(batch_id, self.watcher.latest())
+                self.run(self.watcher.latest())
             except DeltaStreamsError as e:
                 self.failure = e
                 raise
@@ -160,9 +166,8 @@ class Trigger:
             self._tick_if_pending()
 
     def run_before_query(self) -> bool:
-        """One trigger the driver runs itself while its Spark session is still starting (labelled
-        batch -1, as the repartition backlog's at every start): the same steps as the query's
-        triggers, on the input there is now, the commit interval kept. Returns whether anything
+        """One trigger the driver runs itself while its Spark session is still starting: the same
+        steps as the query's triggers, on the input there is now, the commit interval kept. Returns whether anything
         ran. What needs Spark (a sub-topology read through Catalyst) waits for the session."""
         with self.in_batch:
             self._wait_for_interval()
@@ -170,7 +175,7 @@ class Trigger:
                 return False
             self._refresh_inputs()
             started = time.monotonic()
-            ran = self.run(-1, self.watcher.latest())
+            ran = self.run(self.watcher.latest())
             if ran:
                 self._last_start = started
             return ran
@@ -222,7 +227,7 @@ class Trigger:
         if wait > 0:
             self._stop.wait(wait)
 
-    def run(self, batch_id: int, latest: Mapping[str, int]) -> bool:
+    def run(self, latest: Mapping[str, int]) -> bool:
         """Run one trigger with input up to ``latest`` (per input topic; {}: only repartition
         backlog); returns whether anything ran."""
         started_at, started = time.time(), time.perf_counter()
@@ -230,9 +235,10 @@ class Trigger:
         phases = Phases()
         with phases.time("plan"), self.commit_lock:
             idle = self.idle_clock.due(wall_ms) if self.idle_clock is not None else {}
-            trigger = self.planner.plan(batch_id, latest, self.committer.position, idle, self.committed_runs)
+            trigger = self.planner.plan(self.batches_run, latest, self.committer.position, idle, self.committed_runs)
         if trigger.empty:
             return False
+        self.batches_run += 1
         with phases.time("tasks"):
             outcomes = self.job.run(trigger.plan)
         bad = [BadInputReport(**b) for o in outcomes for b in o.bad_input]
