@@ -82,6 +82,7 @@ def s3_root(s3_server):
     return s3_server.uri(f"t{next(_prefixes)}")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the marks into the test ids
 def pytest_collection_modifyitems(config, items):
     """With parallel workers (pytest-xdist, ``--dist loadgroup``: bin/test), the tests that share a
     module- or package-scoped fixture (a cluster, a job run whose root they copy) run on one worker,
