@@ -28,6 +28,7 @@ import pyarrow.fs as pafs
 
 from deltastreams.sinks._internal.delta_log import commit_path, read_commit
 from deltastreams.sinks._internal.files import filesystem_for
+from deltastreams.sinks._internal.log_files import delete_files
 
 LOG_RETENTION_PROPERTY = "delta.logRetentionDuration"
 DELTA_DEFAULT_LOG_RETENTION = timedelta(days=30)
@@ -138,24 +139,14 @@ def delete_before(table_uri: str, cut: int, *, oldest: int, interval: int) -> Ex
     version that adds them once its commit file is gone), then the commit files ``[oldest, cut)``,
     oldest first (a crash part-way leaves the log without gaps, and the next cleanup reads the
     commits that are left again), then the single-file checkpoints before ``cut``."""
-    fs, base = filesystem_for(table_uri)
+    _, base = filesystem_for(table_uri)
     removed = []
     for version in range(oldest, cut):
         for action in read_commit(table_uri, version) or ():
             if "remove" in action:
                 removed.append(f"{base}/{unquote(action['remove']['path'])}")
-    data = _delete(fs, removed)
-    commits = _delete(fs, [commit_path(base, v) for v in range(oldest, cut)])
-    checkpoints = _delete(fs, [checkpoint_path(base, v) for v in range(oldest, cut) if v % interval in (0, interval - 1)])
+    data = delete_files(table_uri, removed)
+    commits = delete_files(table_uri, [commit_path(base, v) for v in range(oldest, cut)])
+    checkpoints = delete_files(table_uri, [checkpoint_path(base, v) for v in range(oldest, cut) if v % interval in (0, interval - 1)])
     return ExpiredLog(cut, commits + checkpoints, data)
 
-
-def _delete(fs: pafs.FileSystem, paths: list[str]) -> int:
-    deleted = 0
-    for path in paths:
-        try:
-            fs.delete_file(path)
-        except FileNotFoundError:
-            continue
-        deleted += 1
-    return deleted
