@@ -16,6 +16,8 @@ pytestmark = [pytest.mark.slow]
 
 
 def test_netns_cluster_status_lists_the_hosts_and_the_master_s_workers(cluster):
+    for n in range(1, cluster.workers + 1):
+        cluster.ensure_worker(n)  # an earlier test of the package may have lost one
     status = json.loads(command("deltastreams.devtools.servers.netns_cluster", "status", "--dir", str(cluster.directory)))
     assert status["master"] == cluster.master_url and status["id"] == cluster.cluster_id
     workers = [f"worker-{n}" for n in range(1, cluster.workers + 1)]
