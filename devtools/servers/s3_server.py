@@ -214,17 +214,18 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     argparse.ArgumentParser(prog="python -m deltastreams.devtools.servers.s3_server", description=main.__doc__.split(":", 1)[1].strip()).parse_args(argv)
-    server = S3Server.start()
-    print(f"root: {server.uri('pageviews')}", flush=True)
-    for name, value in server.storage_options.items():
-        print(f"export {name}={value}", flush=True)
+    # The handlers come first: a SIGTERM or Ctrl-C at any point (even during a print) ends in
+    # server.stop(), never in a SeaweedFS left running.
     stopped = []
     signal.signal(signal.SIGTERM, lambda *_: stopped.append(True))
+    signal.signal(signal.SIGINT, lambda *_: stopped.append(True))
+    server = S3Server.start()
     try:
+        print(f"root: {server.uri('pageviews')}", flush=True)
+        for name, value in server.storage_options.items():
+            print(f"export {name}={value}", flush=True)
         while not stopped and server.process.poll() is None:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
+            time.sleep(0.2)
     finally:
         server.stop()
     return 0

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,15 +133,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", help="logs and work directories (default: a new temporary directory)")
     args = parser.parse_args(argv)
     directory = Path(args.dir or tempfile.mkdtemp(prefix="deltastreams-cluster-"))
-    # SIGTERM stops it as Ctrl-C does: its master and workers are JVMs of their own, which a
-    # Python process killed by the default SIGTERM action would leave running.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    with StandaloneCluster(directory, args.workers, args.worker_memory) as cluster:
+    # SIGTERM stops it as Ctrl-C does, whenever it comes (even during start-up or the print): the
+    # master and workers are JVMs of their own, which a Python process ended by the default
+    # action, or by an exception raised outside the clean-up, would leave running.
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    signal.signal(signal.SIGINT, lambda *_: stopped.set())
+    cluster = StandaloneCluster(directory, args.workers, args.worker_memory)
+    try:
+        cluster.start()
         print(f"master {cluster.master_url}; logs and work directories in {directory}; Ctrl-C or SIGTERM stops it", flush=True)
-        try:
-            signal.pause()
-        except KeyboardInterrupt:
+        while not stopped.wait(0.2):
             pass
+    finally:
+        cluster.stop()
     return 0
 
 
