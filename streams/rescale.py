@@ -71,7 +71,7 @@ from deltastreams.streams._internal.runtime.crashpoints import crash_point
 from deltastreams.streams._internal.runtime.registry import TopicRegistry
 from deltastreams.streams._internal.runtime.rescale_marker import plan_path, read_plan, rescale_dir, write_plan
 from deltastreams.streams._internal.runtime.reset_marker import require_no_reset
-from deltastreams.streams.status import still_running
+from deltastreams.streams.status import refuse_while_running
 from deltastreams.topology.graph import Topology
 from deltastreams.topology.nodes import (
     AggregateNode,
@@ -141,7 +141,7 @@ def rescale(topology: Topology, config: StreamsConfig, partitions: int, *, force
         report.seconds = time.perf_counter() - started
         return report
     if plan is None:
-        _check_stopped(topology, config, force)
+        refuse_while_running(config, [sub.id for sub in topology.subtopologies], "rescale", RescaleError, force)
     shutil.rmtree(rescale_dir(root, app) / "staged", ignore_errors=True)  # an earlier run's, never switched
     write_plan(root, app, {"phase": "staging", "partitions": partitions, "id": uuid.uuid4().hex})
 
@@ -202,15 +202,6 @@ def _transaction_logs(root: str, app: str, topology: Topology) -> dict[int, str]
     if missing:
         raise RescaleError(f"application {app!r} under {root} has no transaction log at {missing[0]}: it never ran this topology")
     return logs
-
-
-def _check_stopped(topology: Topology, config: StreamsConfig, force: bool) -> None:
-    running = still_running(config, [sub.id for sub in topology.subtopologies], "rescale")
-    if running is None:
-        return
-    if not force:
-        raise RescaleError(running)
-    log.warning("rescaling although %s (--force): the rescale fences it", running.split(". Stop")[0])
 
 
 def _targets(topology: Topology):

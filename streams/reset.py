@@ -54,7 +54,7 @@ from deltastreams.sinks import Topic, filesystem_for, open_table, read_commit, t
 from deltastreams.sinks.transaction import DecidedBatch, TransactionLog
 from deltastreams.streams._internal.runtime import rescale_marker, reset_marker, task_host
 from deltastreams.streams._internal.runtime.crashpoints import crash_point
-from deltastreams.streams.status import still_running, transaction_log_uri
+from deltastreams.streams.status import refuse_while_running, transaction_log_uri
 from deltastreams.topology.graph import Topology
 from deltastreams.topology.nodes import SourceNode
 
@@ -132,7 +132,7 @@ def reset(topology: Topology, config: StreamsConfig, target: ResetTarget, *, for
             raise ResetError(f"application {app!r} has never run under {root} (no transaction log at {logs[min(logs)]}): nothing to reset")
         if "://" not in root and rescale_marker.read_plan(root, app) is not None:
             raise ResetError(f"application {app} has an unfinished rescale: run deltastreams.jobs.rescale again to finish it, then reset")
-        _check_not_held(topology, config, force)
+        refuse_while_running(config, [sub.id for sub in topology.subtopologies], "reset", ResetError, force)
         positions = _target_positions(topology, config, target)
     # Step 2
     instance = f"reset-{uuid.uuid4().hex[:8]}"
@@ -204,15 +204,6 @@ def reset(topology: Topology, config: StreamsConfig, target: ResetTarget, *, for
 
 
 # -- checks and targets ---------------------------------------------------------------------------
-
-
-def _check_not_held(topology: Topology, config: StreamsConfig, force: bool) -> None:
-    running = still_running(config, [sub.id for sub in topology.subtopologies], "reset")
-    if running is None:
-        return
-    if not force:
-        raise ResetError(running)
-    log.warning("resetting although %s (--force): the reset fences it", running.split(". Stop")[0])
 
 
 def _input_topics(topology: Topology) -> list[str]:

@@ -36,7 +36,7 @@ from deltastreams.sinks import open_table, read_commit, read_version, table_exis
 from deltastreams.sinks.transaction import DecidedBatch, TransactionLog, decided_entry
 from deltastreams.streams._internal.runtime import rescale_marker, reset_marker, skips
 from deltastreams.streams._internal.runtime.crashpoints import crash_point
-from deltastreams.streams.status import logged_subtopologies, still_running, transaction_log_uri
+from deltastreams.streams.status import logged_subtopologies, refuse_while_running, transaction_log_uri
 
 log = logging.getLogger("deltastreams")
 
@@ -69,11 +69,7 @@ def skip(config: StreamsConfig, topic: str, version: int, file: str | None = Non
         raise SkipError(f"application {app} has an unfinished reset: run the reset again to finish it, then skip")
     if "://" not in root and rescale_marker.read_plan(root, app) is not None:
         raise SkipError(f"application {app} has an unfinished rescale: run deltastreams.jobs.rescale again to finish it, then skip")
-    running = still_running(config, subs, "skip")
-    if running is not None:
-        if not force:
-            raise SkipError(running)
-        log.warning("skipping although %s (--force): the skip fences it", running.split(". Stop")[0])
+    refuse_while_running(config, subs, "skip", SkipError, force)
     uri = _input_topic_uri(config, subs, topic)
     reason = _check_version(config, subs, topic, uri, version, file)
     wanted = skips.Skip(topic, version, file, int(time.time() * 1000), reason)

@@ -21,6 +21,7 @@ roots (the process's storage options: :func:`deltastreams.sinks.use_storage_opti
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -45,6 +46,8 @@ _RECORDS_SCAN = 2000
 _HISTORY = 100
 """Commits of each topic's history searched for retention's last runs."""
 _RETENTION_OPERATIONS = {"OPTIMIZE": "optimize", "REORG": "compact", "DELETE": "purge or expire", "SET TBLPROPERTIES": "compact (clean watermarks)"}
+
+log = logging.getLogger("deltastreams")
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,18 @@ def still_running(config: StreamsConfig, subtopologies, doing: str) -> str | Non
         f"to the driver), then {doing}. If that instance is known dead (its machine is gone) and you cannot wait for its heartbeat "
         f"to expire ({heartbeat.EXPIRY_S:g} s), run again with --force: it fences it, so it can no longer commit"
     )
+
+
+def refuse_while_running(config: StreamsConfig, subtopologies, doing: str, error: type[Exception], force: bool) -> None:
+    """Raise ``error`` with :func:`still_running`'s reason while a live instance holds one of
+    ``subtopologies``; with ``force``, only warn: ``doing`` fences that instance, so it cannot
+    commit after it."""
+    running = still_running(config, subtopologies, doing)
+    if running is None:
+        return
+    if not force:
+        raise error(running)
+    log.warning("%s goes ahead although %s (--force): it fences that instance", doing, running.split(". Stop")[0])
 
 
 def _subtopology_status(topology: Topology, config: StreamsConfig, sub, beats: dict, now_ms: int) -> SubtopologyStatus:
@@ -495,6 +510,7 @@ __all__ = [
     "holders",
     "holders_of",
     "logged_subtopologies",
+    "refuse_while_running",
     "still_running",
     "transaction_log_uri",
 ]
