@@ -23,7 +23,6 @@ same commands). Any other block fails the test.
 from __future__ import annotations
 
 import doctest
-import logging
 import os
 import re
 import shutil
@@ -33,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.logging_support import logging_put_back
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))]
@@ -192,21 +193,14 @@ def pages(spark, tmp_path_factory):
     application a page runs in this process sets up its logging: put back as it was after."""
     done: dict[str, Ran] = {}
     base = tmp_path_factory.mktemp("docs")
-    loggers = [logging.getLogger(), logging.getLogger("deltastreams")]
-    saved = [(logger, list(logger.handlers), logger.level, logger.propagate) for logger in loggers]
 
     def run(name: str) -> Ran:
         if name not in done:
             done[name] = run_page(name, base / Path(name).stem, done)
         return done[name]
 
-    yield run
-    for logger, handlers, level, propagate in saved:
-        for handler in [h for h in logger.handlers if h not in handlers]:
-            logger.removeHandler(handler)
-            handler.close()
-        logger.setLevel(level)
-        logger.propagate = propagate
+    with logging_put_back():
+        yield run
 
 
 # -- what the pages say about themselves ----------------------------------------------------------

@@ -258,12 +258,14 @@ def _check_revisions(root, report) -> None:
         last[key] = row["count"]
 
 
-def _entries(records: pa.Table, partition: int) -> list[tuple[bytes, bytes | None, int]]:
+def changelog_entries(records: pa.Table, partition: int) -> list[tuple[bytes, bytes | None, int]]:
+    """(key, value, offset) of one partition's records in offset order."""
     rows = records.filter(pc.equal(records["partition"], partition)).sort_by("offset")
     return list(zip(rows["key"].to_pylist(), rows["value"].to_pylist(), rows["offset"].to_pylist(), strict=True))
 
 
-def _replay(state: dict, entries, start: int = 0, end: int | None = None) -> dict:
+def replay(state: dict, entries, start: int = 0, end: int | None = None) -> dict:
+    """A copy of ``state`` with the ``entries`` at ``start <= offset < end`` applied (None deletes)."""
     state = dict(state)
     for key, value, offset in entries:
         if offset < start or (end is not None and offset >= end):
@@ -287,15 +289,15 @@ def _check_changelogs_and_stores(root, report, changelogs: list[TableHistory]) -
         watermarks = changelog_watermarks(open_table(topic.uri))
         store = changelog.name[len(APPLICATION_ID) + 1 : -len("-changelog")]
         for partition in sorted(set(changelog.records["partition"].to_pylist())):
-            full = _entries(changelog.records, partition)
+            full = changelog_entries(changelog.records, partition)
             previous = {}
             for key, value, _ in full:
                 if key in previous and previous[key] == value:
                     report.repeated_changelog_entries += 1
                 previous[key] = value
-            compacted = _entries(snapshot, partition)
-            final = _replay({}, full)
-            if _replay({}, compacted) != final:
+            compacted = changelog_entries(snapshot, partition)
+            final = replay({}, full)
+            if replay({}, compacted) != final:
                 report.violations.append(f"changelog {changelog.name} partition {partition}: its snapshot replays to another state than its history")
             path = Path(root) / "state" / APPLICATION_ID / f"1_{partition}" / store
             if not path.exists():
@@ -307,9 +309,9 @@ def _check_changelogs_and_stores(root, report, changelogs: list[TableHistory]) -
             finally:
                 db.close()
             report.stores_checked += 1
-            if state != _replay({}, full, end=applied):
+            if state != replay({}, full, end=applied):
                 report.violations.append(f"store {store} of task 1_{partition} differs from its changelog up to offset {applied}")
-            elif applied >= watermarks.get(partition, 0) and _replay(state, compacted, start=applied) != final:
+            elif applied >= watermarks.get(partition, 0) and replay(state, compacted, start=applied) != final:
                 report.violations.append(
                     f"store {store} of task 1_{partition} (applied {applied}) caught up from the compacted changelog "
                     "differs from the full changelog's state"

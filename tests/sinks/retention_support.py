@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from deltastreams.sinks import Topic, create_topic
@@ -47,25 +46,6 @@ def append_values(topic: Topic, rows) -> int:
             }
         )
     ).version
-
-
-def entries(records: pa.Table, partition: int) -> list[tuple[bytes, bytes | None, int]]:
-    """(key, value, offset) of one partition, in offset order."""
-    rows = records.filter(pc.equal(records["partition"], partition)).sort_by("offset")
-    return list(zip(rows["key"].to_pylist(), rows["value"].to_pylist(), rows["offset"].to_pylist(), strict=True))
-
-
-def apply(state: dict, log, start=0, end=None) -> dict:
-    """Apply the entries of ``log`` with ``start <= offset < end`` to a copy of ``state``."""
-    state = dict(state)
-    for key, value, offset in log:
-        if offset < start or (end is not None and offset >= end):
-            continue
-        if value is None:
-            state.pop(key, None)
-        else:
-            state[key] = value
-    return state
 
 
 def files_on_disk(uri: str) -> set[str]:

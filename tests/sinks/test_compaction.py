@@ -13,7 +13,9 @@ from deltastreams.sinks.retention import (
     clean_log,
     compact_changelog,
 )
-from tests.sinks.retention_support import append_changes, apply, changelog, entries, files_on_disk, read_all_versions, snapshot_paths
+from deltastreams.devtools.harness.checks import changelog_entries as entries
+from deltastreams.devtools.harness.checks import replay as apply
+from tests.sinks.retention_support import append_changes, changelog, files_on_disk, read_all_versions, snapshot_paths
 
 DAY = timedelta(days=1)
 

@@ -17,6 +17,7 @@ from deltastreams.sinks import create_topic
 from deltastreams.streams import StreamsApp, StreamsBuilder, StreamsConfig, TimeWindows
 from deltastreams.streams.console import log_to
 from deltastreams.streams.operations import load_config
+from tests.logging_support import logging_put_back
 
 APP = {"application_id": "counts"}
 
@@ -154,15 +155,8 @@ def test_the_deltastreams_tool_reads_a_topology_from_a_users_file(tmp_path, caps
 
 @pytest.fixture
 def logging_restored():
-    loggers = [logging.getLogger(), logging.getLogger("deltastreams")]
-    saved = [(logger, list(logger.handlers), logger.level, logger.propagate) for logger in loggers]
-    yield
-    for logger, handlers, level, propagate in saved:
-        for handler in [h for h in logger.handlers if h not in handlers]:
-            logger.removeHandler(handler)
-            handler.close()
-        logger.setLevel(level)
-        logger.propagate = propagate
+    with logging_put_back():
+        yield
 
 
 def test_an_application_in_a_program_logs_its_lines_to_the_console_and_everything_to_its_file(tmp_path, capsys, logging_restored):
