@@ -39,6 +39,7 @@ from deltastreams.sinks._internal.delta_log import files_added, snapshot_files, 
 from deltastreams.sinks._internal.exclusive import by_partition, commit_actions, remove_actions, rewrite_actions, set_properties
 from deltastreams.sinks._internal.files import PARTITION, DataFile, data_files, delete_file, read_rows, write_partition_file
 from deltastreams.sinks._internal.log_commit import checkpoint_interval, delete_info, optimize_info
+from deltastreams.sinks._internal.log_expiry import REMOVED_FILE_RETENTION_PROPERTY
 from deltastreams.sinks._internal.log_files import delete_files, list_log, removed_files
 from deltastreams.sinks.topics import TopicLayout
 from deltastreams.sinks.transaction import DecidedBatch, TransactionLog
@@ -48,7 +49,7 @@ log = logging.getLogger(__name__)
 WATERMARKS_PROPERTY = "deltastreams.cleanWatermarks"
 """Table property of a changelog: per partition, the offset below which compaction may have
 dropped tombstones (JSON object, partition -> offset)."""
-TOMBSTONE_RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+TOMBSTONE_RETENTION_PROPERTY = REMOVED_FILE_RETENTION_PROPERTY
 
 PURGE_AFTER_COMMIT = "retention_purge_after_commit"
 EXPIRE_AFTER_COMMIT = "retention_expire_after_commit"

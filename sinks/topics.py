@@ -30,7 +30,7 @@ from deltalake import DeltaTable
 from deltastreams.sinks._internal import delta_log
 from deltastreams.sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, delete_file, filesystem_for, read_data_file, under_root, write_partition_file
 from deltastreams.sinks._internal.log_commit import CHECKPOINT_INTERVAL_PROPERTY, append_at
-from deltastreams.sinks._internal.log_expiry import LOG_RETENTION_PROPERTY, interval_text
+from deltastreams.sinks._internal.log_expiry import LOG_RETENTION_PROPERTY, REMOVED_FILE_RETENTION_PROPERTY, interval_text
 from deltastreams.sinks._internal.log_head import log_head
 from deltastreams.sinks._internal.storage import create_table, open_table, table_exists
 from deltastreams.sinks.partitioner import partitions_for
@@ -48,6 +48,15 @@ DEFAULT_LOG_RETENTION = timedelta(days=1)
 a writer appending ten times a second keeps 864,000 commit files a day, and every load of the
 table (each checkpoint) lists them; long enough for a stopped application to resume within a day
 (an incremental reader behind the log gets LogRetentionError: docs/retention.md)."""
+DEFAULT_REMOVED_FILE_RETENTION = timedelta(minutes=20)
+"""``delta.deletedFileRetentionDuration`` of the topics deltastreams creates: how long checkpoints
+keep a removed file's tombstone. Delta's default, a week, made the input topic's checkpoint grow
+with every small file its writer's merges replaced (2 per append at 10 appends/s: 79,000
+tombstones, 6.7 MB, at version 39,600 of the 2-hour soak; ~1 GB after a week), and each process
+that loads it with it. The writers delete replaced files themselves, from the commit files they
+expire (:mod:`deltastreams.sinks._internal.log_expiry`), not from tombstones; what the tombstones
+still protect is a file from an outside VACUUM (docs/retention.md). Twice the default
+``retention.removed_file_delay``, the value an application's own retention gives its topics."""
 
 
 def reserved_columns() -> tuple[str, ...]:
@@ -512,12 +521,15 @@ def create_topic(
     exist_ok: bool = False,
     log_retention: timedelta | None = DEFAULT_LOG_RETENTION,
     checkpoint_interval: int | None = None,
+    removed_file_retention: timedelta | None = DEFAULT_REMOVED_FILE_RETENTION,
 ) -> Topic:
     """Create a topic (an empty Delta table partitioned by ``partition``); ``headers``: its
     records keep their headers. ``log_retention`` (the table's ``delta.logRetentionDuration``;
     None: Delta's default, 30 days) is how long its writers keep commit files, hence how far
     behind an incremental reader may fall (docs/retention.md); ``checkpoint_interval``: its
-    ``delta.checkpointInterval`` (None: Delta's default, 100)."""
+    ``delta.checkpointInterval`` (None: Delta's default, 100); ``removed_file_retention``: its
+    ``delta.deletedFileRetentionDuration``, how long checkpoints remember removed files (None:
+    Delta's default, a week)."""
     layout = TopicLayout.of(
         partitions=partitions,
         key_type=key_type,
@@ -528,7 +540,9 @@ def create_topic(
         windowed=windowed,
         headers=headers,
     )
-    return create_topic_with_layout(root, name, layout, exist_ok=exist_ok, log_retention=log_retention, checkpoint_interval=checkpoint_interval)
+    return create_topic_with_layout(
+        root, name, layout, exist_ok=exist_ok, log_retention=log_retention, checkpoint_interval=checkpoint_interval, removed_file_retention=removed_file_retention
+    )
 
 
 def create_topic_with_layout(
@@ -539,6 +553,7 @@ def create_topic_with_layout(
     exist_ok: bool = False,
     log_retention: timedelta | None = DEFAULT_LOG_RETENTION,
     checkpoint_interval: int | None = None,
+    removed_file_retention: timedelta | None = DEFAULT_REMOVED_FILE_RETENTION,
 ) -> Topic:
     user_columns = [layout.key_column, *(layout.value_fields or (layout.value_column,))]
     clashes = [c for c in user_columns if c in _RESERVED]
@@ -560,17 +575,23 @@ def create_topic_with_layout(
             )
         raise TopicExistsError(f"topic '{name}' already exists at {uri}", topic=name)
     table = create_table(
-        uri, layout.table_schema(), partition_by=[PARTITION], name=name, description=layout.to_json(), configuration=_log_properties(log_retention, checkpoint_interval)
+        uri,
+        layout.table_schema(),
+        partition_by=[PARTITION],
+        name=name,
+        description=layout.to_json(),
+        configuration=_log_properties(log_retention, checkpoint_interval, removed_file_retention),
     )
     return Topic(name, uri, layout, table_id=table.metadata().id)
 
 
-def _log_properties(log_retention: timedelta | None, checkpoint_interval: int | None) -> dict[str, str] | None:
+def _log_properties(log_retention: timedelta | None, checkpoint_interval: int | None, removed_file_retention: timedelta | None) -> dict[str, str] | None:
     properties = {}
-    if log_retention is not None:
-        if log_retention <= timedelta(0):
-            raise ValueError(f"log_retention must be positive (or None for Delta's default), got {log_retention}")
-        properties[LOG_RETENTION_PROPERTY] = interval_text(log_retention)
+    for name, value, key in (("log_retention", log_retention, LOG_RETENTION_PROPERTY), ("removed_file_retention", removed_file_retention, REMOVED_FILE_RETENTION_PROPERTY)):
+        if value is not None:
+            if value <= timedelta(0):
+                raise ValueError(f"{name} must be positive (or None for Delta's default), got {value}")
+            properties[key] = interval_text(value)
     if checkpoint_interval is not None:
         if checkpoint_interval < 1:
             raise ValueError(f"checkpoint_interval must be at least 1, got {checkpoint_interval}")

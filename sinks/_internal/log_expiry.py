@@ -31,6 +31,9 @@ from deltastreams.sinks._internal.files import filesystem_for
 from deltastreams.sinks._internal.log_files import delete_files
 
 LOG_RETENTION_PROPERTY = "delta.logRetentionDuration"
+REMOVED_FILE_RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"
+"""How long a checkpoint keeps a removed file's ``remove`` action (its tombstone); Delta's default
+is a week."""
 DELTA_DEFAULT_LOG_RETENTION = timedelta(days=30)
 """Delta's default when a table does not set the property."""
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from deltastreams.conf.errors import LogRetentionError
+from deltastreams.conf.retention import RetentionConfig
 from deltastreams.sinks import Topic, create_topic, files_added, read_commit
 from deltastreams.sinks._internal import small_files
 from deltastreams.sinks._internal.files import DataFile
@@ -166,3 +167,37 @@ def test_a_topic_without_the_property_keeps_deltas_30_days(tmp_path):
     for i in range(6, 12):
         topic.append(rows(2 * i))
     assert commits(topic)[0] == 0  # 29 days old is not expired under Delta's default
+
+
+def checkpoint_removes(topic: Topic) -> int:
+    """Remove actions (tombstones) in the topic's newest checkpoint."""
+    import pyarrow.parquet as pq
+
+    newest = max(log_dir(topic).glob("*.checkpoint.parquet"))
+    return pq.read_table(newest, columns=["remove"]).column("remove").drop_null().__len__()
+
+
+def test_checkpoints_forget_removed_files_after_the_topics_removed_file_retention(tmp_path, monkeypatch):
+    # The writer's merges remove every small file it appended; with Delta's default of a week
+    # each removal stayed in every checkpoint (the 2-hour soak's input topic: 79,000 of them at
+    # version 39,600, 6.7 MB, loaded by every checkpointing append). Topics deltastreams creates
+    # keep them DEFAULT_REMOVED_FILE_RETENTION; the writer deletes the files from the commits it expires.
+    from deltastreams.sinks.topics import DEFAULT_REMOVED_FILE_RETENTION
+
+    monkeypatch.setattr(small_files, "MIN_FILES", 6)
+    monkeypatch.setattr(small_files, "FAN_IN", 3)
+    short = create_topic(tmp_path, "short", partitions=1, key_type=pa.string(), value_type=pa.int64(), checkpoint_interval=5, removed_file_retention=timedelta(seconds=1))
+    week = create_topic(tmp_path, "week", partitions=1, key_type=pa.string(), value_type=pa.int64(), checkpoint_interval=5, removed_file_retention=None)
+    for topic in (short, week):
+        for i in range(40):
+            topic.append(rows(2 * i, partition=0))
+    time.sleep(1.5)
+    for topic in (short, week):
+        for i in range(40, 45):  # the next checkpoint
+            topic.append(rows(2 * i, partition=0))
+    assert checkpoint_removes(week) > 20  # every merged file, kept a week
+    assert checkpoint_removes(short) < 5  # only those removed in the last second
+    assert short.read()["value"].to_pylist() == list(range(90))
+    default = create_topic(tmp_path, "default", partitions=1, key_type=pa.string(), value_type=pa.int64())
+    assert default.delta_table().metadata().configuration["delta.deletedFileRetentionDuration"] == "interval 1200000 milliseconds"
+    assert DEFAULT_REMOVED_FILE_RETENTION == 2 * RetentionConfig().removed_file_delay  # what an application's retention sets on its own topics
