@@ -361,6 +361,7 @@ def judge(soak: Soak, stop: dict) -> tuple[list[verdict.Check], dict, verdict.Wi
         topics,
         verdict.memory_check(soak.samples, windows),
         verdict.memory_check(soak.samples, windows, name="generator memory flat", rss=lambda s: s.get("generator_rss_mb")),
+        verdict.process_memory_check(soak.samples, windows),
         verdict.generator_check(final.get("achieved_rate"), soak.settings.rate),
         verdict.lag_check(lag, soak.settings.rate),
         stopped,

@@ -34,6 +34,11 @@ Checks (each passes, fails, or is undecided when its window holds too little to 
 - **memory flat**: the mean resident memory of all the job's processes over the last window's
   samples is at most 10% above the baseline's; **generator memory flat**: the same for the
   generator (the writer) alone.
+- **every process flat in the second half**: each process's mean resident memory over the last
+  window is at most 10% above its mean over a window as long at the middle of the run (minutes
+  60-65 of a 2-hour run), and so is the generator's. The first minutes are warm-up for memory
+  (the driver grows 250 -> 390 MB in its first ten), and a total can hide one process that keeps
+  growing (three stateful task hosts at ~0.5 MB/min each, RocksDB's memtables, in a soak of issue 42).
 - **generator kept its rate** (else the run measured a different load): at least 95% of target.
 - **job kept up**: the input not yet consumed at the end is at most 10 s of input.
 """
@@ -216,6 +221,42 @@ def memory_check(samples: list[dict], windows: Windows, *, name: str = "memory f
         return Check(name, None, f"{len(base)} samples in the baseline, {len(last)} in the last window")
     b, l = float(np.mean(base)), float(np.mean(last))
     return Check(name, l <= b * (1 + GROWTH_LIMIT), f"mean RSS {l:,.0f} MB over the last window vs {b:,.0f} MB in the baseline: {(l / b - 1) * 100:+.0f}% (limit +{GROWTH_LIMIT:.0%})")
+
+
+def middle_window(windows: Windows) -> tuple[float, float]:
+    """A window as long as the last one, starting at the middle of the run."""
+    length = windows.last[1] - windows.last[0]
+    start = windows.last[1] / 2
+    return (start, start + length)
+
+
+def process_memory_check(samples: list[dict], windows: Windows) -> Check:
+    """Every process of the job (by pid, present in both windows) and the generator: mean RSS over
+    the last window against the middle window's."""
+    middle = middle_window(windows)
+
+    def means(window: tuple[float, float]) -> dict[str, float]:
+        per: dict[str, list[float]] = {}
+        for s in samples:
+            if not _within(s["t"], window, closed=True):
+                continue
+            for p in s["rss_mb"].get("processes", []):
+                per.setdefault(f"{p['role']} {p['pid']}", []).append(p["rss_mb"])
+            if s.get("generator_rss_mb") is not None:
+                per.setdefault("generator", []).append(s["generator_rss_mb"])
+        return {k: float(np.mean(v)) for k, v in per.items()}
+
+    before, after = means(middle), means(windows.last)
+    both = sorted(set(before) & set(after), key=lambda k: after[k] / before[k] - 1, reverse=True)
+    if not both:
+        return Check("every process flat in the second half", None, "no process sampled in both the middle and the last window")
+    grown = [k for k in both if after[k] > before[k] * (1 + GROWTH_LIMIT)]
+    shown = ", ".join(f"{k} {before[k]:,.0f} -> {after[k]:,.0f} MB ({(after[k] / before[k] - 1) * 100:+.0f}%)" for k in both[:4])
+    return Check(
+        "every process flat in the second half",
+        not grown,
+        f"mean RSS over {middle[0]:.0f}-{middle[1]:.0f} s vs the last window, the {min(4, len(both))} that grew most of {len(both)}: {shown} (limit +{GROWTH_LIMIT:.0%})",
+    )
 
 
 def generator_check(achieved_rate: float | None, rate: int) -> Check:

@@ -7,7 +7,9 @@ from deltastreams.devtools.harness.soak_verdict import (
     cadence_check,
     latency_check,
     memory_check,
+    middle_window,
     overall,
+    process_memory_check,
     slope_per_minute,
     topics_check,
 )
@@ -86,6 +88,27 @@ def test_memory_check_compares_window_means():
     for s in samples[8:]:
         s["rss_mb"]["total"] = 4000
     assert memory_check(samples, Windows.for_duration(720)).passed is False
+
+
+def test_every_process_is_judged_on_the_second_half_of_the_run():
+    # Two hours, a sample a minute: a driver that warms up in its first ten minutes is flat; a task
+    # host growing 0.5 MB/min all along is not, though the total of all processes hides it.
+    def sample(minute, host_growth):
+        processes = [
+            {"pid": 1, "role": "driver", "rss_mb": min(250 + 14 * minute, 390)},
+            {"pid": 2, "role": "task-host", "rss_mb": 110 + host_growth * minute},
+            {"pid": 3, "role": "jvm", "rss_mb": 2000},
+        ]
+        return {"t": minute * 60.0, "rss_mb": {"total": sum(p["rss_mb"] for p in processes), "processes": processes}, "generator_rss_mb": 250}
+
+    windows = Windows.for_duration(7200)
+    assert middle_window(windows) == (3600, 3900)
+    flat = process_memory_check([sample(m, 0.0) for m in range(121)], windows)
+    assert flat.passed is True, flat.detail
+    growing = [sample(m, 0.5) for m in range(121)]
+    assert memory_check(growing, windows).passed is True  # the total hides it
+    check = process_memory_check(growing, windows)
+    assert check.passed is False and "task-host 2 141 -> 169 MB (+19%)" in check.detail, check.detail
 
 
 def test_overall_fails_on_any_failure_and_is_undecided_on_missing_data():
