@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +89,8 @@ class TopologyTestDriver:
         self.topology = topology
         self._backend = store_backend
         self._state_dir = tempfile.mkdtemp(prefix="deltastreams-ttd-") if store_backend == "rocksdb" else None
+        if self._state_dir:  # a driver never closed (a test's, as Kafka's often are) leaves no directory behind
+            weakref.finalize(self, shutil.rmtree, self._state_dir, ignore_errors=True)
         self._changelogs: dict[str, list[ChangelogEntry]] = {name: [] for name in topology.stores}
         self._outputs: dict[str, list[TestRecord]] = {}
         self._offsets: dict[str, int] = {}

@@ -158,3 +158,17 @@ def test_a_batch_that_fails_leaves_the_stores_as_the_last_commit_left_them():
         assert (driver.fetch("sums", "a"), driver.fetch("sums", "b")) == (1, None)
         driver.pipe_input("in", "a", 2, timestamp=5)
         assert [r.value for r in driver.read_output("out")] == [1, 3]
+
+
+def test_a_rocksdb_test_driver_never_closed_leaves_no_state_directory(tmp_path, monkeypatch):
+    import gc
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().count().to_stream().to("out")
+    driver = TopologyTestDriver(builder.build(), store_backend="rocksdb")
+    assert len(list(tmp_path.glob("deltastreams-ttd-*"))) == 1
+    del driver
+    gc.collect()
+    assert list(tmp_path.glob("deltastreams-ttd-*")) == []
