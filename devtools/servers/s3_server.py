@@ -125,11 +125,14 @@ class S3Server:
         log = tempfile.TemporaryFile() if owned is not None else open(base / "weed.log", "w+b")
         process = subprocess.Popen(
             [
-                *launcher, str(binary), "mini", f"-dir={data}",
+                # Its glog files go to the server's own directory, removed with it, not to /tmp,
+                # where every run left six (and two unix sockets: -s3/-filer.localSocket below).
+                *launcher, str(binary), f"-logdir={base}", "mini", f"-dir={data}",
                 # Both: -ip alone still binds 0.0.0.0.
                 f"-ip={host}", f"-ip.bind={host}",
                 "-master.telemetry=false", "-webdav=false", "-admin.ui=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
                 f"-s3.config={config}", f"-s3.port={s3_port}", *ports,
+                f"-s3.localSocket={base / 's3.sock'}", f"-filer.localSocket={base / 'filer.sock'}",
             ],
             stdout=log, stderr=subprocess.STDOUT, cwd=base, start_new_session=True,
         )
