@@ -252,6 +252,24 @@ def changelog_watermarks(table: DeltaTable) -> dict[int, int]:
     return {int(p): int(o) for p, o in json.loads(raw).items()} if raw else {}
 
 
+@dataclass(frozen=True)
+class PreparedRewrite:
+    """A compaction or optimize whose new files are written, not yet committed: made from a
+    snapshot of the table (outside the application's commit lock: reading and writing thousands
+    of small files takes seconds), committed by :func:`commit_rewrite` against the table's latest
+    version. Between the two, the application only appends; the files a rewrite replaces are
+    removed by retention steps alone, which run one at a time."""
+
+    step: Step
+    uri: str
+    removed: tuple[DataFile, ...]
+    written: Mapping[int, DataFile]
+    partitions: tuple[int, ...]
+    records_before: int
+    watermarks: Mapping[int, int] = field(default_factory=dict)
+    """Compaction: per partition, the clean watermark the rewrite needs."""
+
+
 def compact_changelog(
     table: DeltaTable, *, min_files: int, tombstone_retention: timedelta, on_step: OnStep = None
 ) -> RetentionResult:
@@ -261,7 +279,15 @@ def compact_changelog(
     A tombstone is dropped once its partition's stream time (largest record timestamp) is
     ``tombstone_retention`` past it; the clean watermark rises then, and is committed *before*
     the rewrite, so it is never lower than the log needs (a crash in between only makes some
-    stores rebuild needlessly)."""
+    stores rebuild needlessly). :func:`prepare_compaction`, then :func:`commit_rewrite`."""
+    prepared = prepare_compaction(table, min_files=min_files, tombstone_retention=tombstone_retention, on_step=on_step)
+    if prepared is None:
+        return RetentionResult(Step.COMPACT, table_location(table), watermarks=changelog_watermarks(table))
+    return commit_rewrite(table, prepared, on_step=on_step)
+
+
+def prepare_compaction(table: DeltaTable, *, min_files: int, tombstone_retention: timedelta, on_step: OnStep = None) -> PreparedRewrite | None:
+    """The compacted files of ``table`` (a snapshot), written; None when no partition needs it."""
     uri = table_location(table)
     layout = _layout(table, uri)
     file_schema = _file_schema(table)
@@ -279,43 +305,75 @@ def compact_changelog(
         if len(segment) > 1 or compacted.rows.num_rows < rows.num_rows:
             plans.append((partition, segment, rows.num_rows, compacted))
     if not plans:
-        return RetentionResult(Step.COMPACT, uri, watermarks=changelog_watermarks(table))
+        return None
     written = {p: write_partition_file(uri, p, c.rows) for p, _, _, c in plans if c.rows.num_rows}
     _step(on_step, COMPACT_AFTER_WRITE)
-    watermarks = changelog_watermarks(table)
-    raised = {p: c.watermark for p, _, _, c in plans if c.watermark > watermarks.get(p, 0)}
-    version = None
-    if raised:
-        watermarks.update(raised)
-        if not set_properties(table, {WATERMARKS_PROPERTY: json.dumps({str(p): o for p, o in sorted(watermarks.items())})}):
-            return _abandon(uri, written, Step.COMPACT)
-        version = table.version()
-        _step(on_step, COMPACT_AFTER_WATERMARK)
-    removed = [f for _, segment, _, _ in plans for f in segment]
-    # Recorded as delta-spark's REORG ... APPLY (PURGE): a rewrite (dataChange = false, so Delta's
-    # streaming readers skip it) that drops rows no reader of the table's state needs, here the
-    # records a later one of the same key supersedes.
-    parameters, metrics = optimize_info([p for p, _, _, _ in plans], removed, list(written.values()))
-    committed = commit_actions(
-        table,
-        rewrite_actions(removed, written.values(), now_ms=_now(None)),
-        {"kind": Step.COMPACT.value, "watermarks": {str(p): o for p, o in sorted(watermarks.items())}},
-        operation="REORG",
-        parameters={"predicate": parameters["predicate"], "applyPurge": True},
-        metrics={**metrics, "numDeletedRows": sum(n for _, _, n, _ in plans) - sum(f.num_records for f in written.values())},
-        isolation="SnapshotIsolation",
-    )
-    if committed is None:
-        _abandon(uri, written, Step.COMPACT)
-        return RetentionResult(Step.COMPACT, uri, version=version, conflict=True, watermarks=watermarks)
-    _step(on_step, COMPACT_AFTER_COMMIT)
-    return RetentionResult(
+    return PreparedRewrite(
         Step.COMPACT,
+        uri,
+        removed=tuple(f for _, segment, _, _ in plans for f in segment),
+        written=written,
+        partitions=tuple(p for p, _, _, _ in plans),
+        records_before=sum(n for _, _, n, _ in plans),
+        watermarks={p: c.watermark for p, _, _, c in plans},
+    )
+
+
+def commit_rewrite(table: DeltaTable, prepared: PreparedRewrite, *, on_step: OnStep = None) -> RetentionResult:
+    """Commit a prepared compaction or optimize against ``table`` at its latest version (hold the
+    application's commit lock): a compaction's raised clean watermarks first, then the rewrite. If
+    a file it replaces is no longer in the table, or another writer commits first, the new files
+    are deleted and nothing is committed."""
+    uri, step, written = prepared.uri, prepared.step, prepared.written
+    live = set(table.get_add_actions(flatten=True).column("path").to_pylist())
+    if any(f.path not in live for f in prepared.removed):
+        return _abandon(uri, written, step)
+    version = None
+    watermarks = changelog_watermarks(table) if step is Step.COMPACT else {}
+    if step is Step.COMPACT:
+        raised = {p: w for p, w in prepared.watermarks.items() if w > watermarks.get(p, 0)}
+        if raised:
+            watermarks.update(raised)
+            if not set_properties(table, {WATERMARKS_PROPERTY: json.dumps({str(p): o for p, o in sorted(watermarks.items())})}):
+                return _abandon(uri, written, step)
+            version = table.version()
+            _step(on_step, COMPACT_AFTER_WATERMARK)
+    removed = list(prepared.removed)
+    parameters, metrics = optimize_info(list(prepared.partitions), removed, list(written.values()))
+    if step is Step.COMPACT:
+        # Recorded as delta-spark's REORG ... APPLY (PURGE): a rewrite (dataChange = false, so Delta's
+        # streaming readers skip it) that drops rows no reader of the table's state needs, here the
+        # records a later one of the same key supersedes.
+        committed = commit_actions(
+            table,
+            rewrite_actions(removed, written.values(), now_ms=_now(None)),
+            {"kind": step.value, "watermarks": {str(p): o for p, o in sorted(watermarks.items())}},
+            operation="REORG",
+            parameters={"predicate": parameters["predicate"], "applyPurge": True},
+            metrics={**metrics, "numDeletedRows": prepared.records_before - sum(f.num_records for f in written.values())},
+            isolation="SnapshotIsolation",
+        )
+    else:
+        committed = commit_actions(
+            table,
+            rewrite_actions(removed, written.values(), now_ms=_now(None)),
+            {"kind": step.value, "files": len(removed)},
+            operation="OPTIMIZE",
+            parameters=parameters,
+            metrics=metrics,
+            isolation="SnapshotIsolation",
+        )
+    if committed is None:
+        _abandon(uri, written, step)
+        return RetentionResult(step, uri, version=version, conflict=True, watermarks=watermarks)
+    _step(on_step, COMPACT_AFTER_COMMIT if step is Step.COMPACT else OPTIMIZE_AFTER_COMMIT)
+    return RetentionResult(
+        step,
         uri,
         version=committed,
         files_removed=len(removed),
         files_added=len(written),
-        records_before=sum(n for _, _, n, _ in plans),
+        records_before=prepared.records_before,
         records_after=sum(f.num_records for f in written.values()),
         bytes_before=sum(f.size for f in removed),
         bytes_after=sum(f.size for f in written.values()),
@@ -337,7 +395,18 @@ def optimize_files(
     """In every partition with at least ``min_files`` files, merge runs of consecutive files
     smaller than ``target_file_bytes`` into files of at most about that size: the same records,
     offsets and order, added with ``dataChange = false``. ``consumed`` (first offset not yet
-    consumed, per partition) leaves files a reader inside the application has not read alone."""
+    consumed, per partition) leaves files a reader inside the application has not read alone.
+    :func:`prepare_optimize`, then :func:`commit_rewrite`."""
+    prepared = prepare_optimize(table, min_files=min_files, target_file_bytes=target_file_bytes, consumed=consumed, on_step=on_step)
+    if prepared is None:
+        return RetentionResult(Step.OPTIMIZE, table_location(table))
+    return commit_rewrite(table, prepared, on_step=on_step)
+
+
+def prepare_optimize(
+    table: DeltaTable, *, min_files: int, target_file_bytes: int, consumed: Mapping[int, int] | None = None, on_step: OnStep = None
+) -> PreparedRewrite | None:
+    """The merged files of ``table`` (a snapshot), written; None when nothing is to merge."""
     uri = table_location(table)
     file_schema = _file_schema(table)
     bins: list[list[DataFile]] = []
@@ -351,28 +420,11 @@ def optimize_files(
         rows = pa.concat_tables([read_rows(uri, f.path, file_schema) for f in run])
         written[i] = write_partition_file(uri, run[0].partition, rows)
     if not written:
-        return RetentionResult(Step.OPTIMIZE, uri)
+        return None
     _step(on_step, OPTIMIZE_AFTER_WRITE)
-    removed = [f for run in bins for f in run]
-    actions = rewrite_actions(removed, written.values(), now_ms=_now(None))
-    parameters, metrics = optimize_info([run[0].partition for run in bins], removed, list(written.values()))
-    version = commit_actions(
-        table, actions, {"kind": Step.OPTIMIZE.value, "files": len(removed)}, operation="OPTIMIZE", parameters=parameters, metrics=metrics,
-        isolation="SnapshotIsolation",
-    )
-    if version is None:
-        return _abandon(uri, written, Step.OPTIMIZE)
-    _step(on_step, OPTIMIZE_AFTER_COMMIT)
-    return RetentionResult(
-        Step.OPTIMIZE,
-        uri,
-        version=version,
-        files_removed=len(removed),
-        files_added=len(written),
-        records_before=sum(f.num_records for f in removed),
-        records_after=sum(f.num_records for f in written.values()),
-        bytes_before=sum(f.size for f in removed),
-        bytes_after=sum(f.size for f in written.values()),
+    removed = tuple(f for run in bins for f in run)
+    return PreparedRewrite(
+        Step.OPTIMIZE, uri, removed=removed, written=written, partitions=tuple(run[0].partition for run in bins), records_before=sum(f.num_records for f in removed)
     )
 
 

@@ -161,3 +161,37 @@ def test_replaying_the_compacted_log_from_any_offset_gives_the_same_store(tmp_pa
         assert watermarks == {0: 0, 1: 0}
     if retention == timedelta(0):
         assert max(watermarks.values()) > 0  # the run did drop tombstones
+
+
+def test_a_compaction_prepared_from_a_snapshot_commits_after_the_application_appended(tmp_path):
+    # The application's retention writes the compacted files outside its commit lock, from a
+    # snapshot, and commits them after the application's own appends: the appends stay, the
+    # replay equals the full log's.
+    from deltastreams.sinks.retention import commit_rewrite, prepare_compaction
+
+    topic = three_batches(tmp_path)
+    snapshot = DeltaTable(topic.uri, version=topic.version())
+    prepared = prepare_compaction(snapshot, min_files=2, tombstone_retention=DAY)
+    append_changes(topic, [(b"a", b"4", 0, 0), (b"f", b"1", 1, 0)])  # while the files were written
+    full = {p: entries(topic.read(), p) for p in (0, 1)}
+    result = commit_rewrite(topic.delta_table(), prepared)
+    assert result.version == topic.version() and (result.files_removed, result.files_added) == (6, 2)
+    compacted = Topic.open(tmp_path, "app-store-changelog")
+    assert entries(compacted.read(), 0) == [(b"b", None, 3), (b"a", b"3", 4), (b"e", b"1", 5), (b"a", b"4", 6)]
+    assert entries(compacted.read(), 1) == [(b"c", None, 1), (b"d", b"2", 3), (b"f", b"1", 4)]
+    for p in (0, 1):
+        assert apply({}, entries(compacted.read(), p)) == apply({}, full[p])
+
+
+def test_a_prepared_compaction_whose_files_are_gone_commits_nothing_and_deletes_its_own(tmp_path):
+    from deltastreams.sinks.retention import commit_rewrite, prepare_compaction
+
+    topic = three_batches(tmp_path)
+    first = prepare_compaction(DeltaTable(topic.uri), min_files=2, tombstone_retention=DAY)
+    second = prepare_compaction(DeltaTable(topic.uri), min_files=2, tombstone_retention=DAY)
+    assert commit_rewrite(topic.delta_table(), first).version is not None
+    version = topic.version()
+    late = commit_rewrite(topic.delta_table(), second)
+    assert late.conflict and late.version is None and topic.version() == version
+    assert not any(f.path in files_on_disk(topic.uri) for f in second.written.values())
+    assert snapshot_paths(topic.uri) <= files_on_disk(topic.uri)
