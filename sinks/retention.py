@@ -26,7 +26,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from enum import Enum
 
@@ -466,17 +466,34 @@ def delete_unreferenced(
     removal within a minute of it becoming deletable, and a cleanup that came later took the file
     for an orphan and kept it ``orphan_delay`` long (a 30-minute soak: a third of a repartition
     topic's files). Run cleanups more often than ``removed_delay``. If the table has moved past
-    ``table.version()``, nothing is done (``conflict``).
+    ``table.version()``, nothing is done (``conflict``). :func:`find_unreferenced`, then
+    :func:`delete_doomed`.
     """
+    found, doomed = find_unreferenced(table, decided=decided, orphan_delay=orphan_delay, removed_delay=removed_delay, on_step=on_step, now_ms=now_ms)
+    return delete_doomed(found, doomed, on_step=on_step)
+
+
+def find_unreferenced(
+    table: DeltaTable,
+    *,
+    decided: Iterable[DecidedBatch] = (),
+    orphan_delay: timedelta,
+    removed_delay: timedelta,
+    on_step: OnStep = None,
+    now_ms: int | None = None,
+) -> tuple[RetentionResult, list[str]]:
+    """What :func:`delete_unreferenced` deletes (paths), and its result but for the deletion
+    (the property commit included). Hold the application's commit lock: the table must not move
+    while its directory is judged against it."""
     uri = table_location(table)
     listing = list_log(uri)
     if any(v > table.version() for v in listing.commits):
-        return RetentionResult(Step.DELETE_FILES, uri, conflict=True)
+        return RetentionResult(Step.DELETE_FILES, uri, conflict=True), []
     version = None
     wanted = f"interval {2 * _ms(removed_delay)} milliseconds"
     if table.metadata().configuration.get(TOMBSTONE_RETENTION_PROPERTY) != wanted:
         if not set_properties(table, {TOMBSTONE_RETENTION_PROPERTY: wanted}):
-            return RetentionResult(Step.DELETE_FILES, uri, conflict=True)
+            return RetentionResult(Step.DELETE_FILES, uri, conflict=True), []
         version = table.version()
         _step(on_step, FILES_AFTER_COMMIT)
         listing = list_log(uri)
@@ -499,10 +516,17 @@ def delete_unreferenced(
         doomed.append(info.path)
         orphans += removed_at is None
         size += info.size
-    deleted = delete_files(uri, doomed, on_first=lambda: _step(on_step, FILES_DURING_DELETE))
+    return RetentionResult(Step.DELETE_FILES, uri, version=version, orphans_deleted=orphans, bytes_deleted=size), doomed
+
+
+def delete_doomed(found: RetentionResult, doomed: list[str], *, on_step: OnStep = None) -> RetentionResult:
+    """Delete the files :func:`find_unreferenced` found. No lock needed: no writer references an
+    existing file again (an application adds only files it has just written, young or listed by
+    a decided batch, and a file once removed is never added back)."""
+    deleted = delete_files(found.uri, doomed, on_first=lambda: _step(on_step, FILES_DURING_DELETE))
     if doomed:
         _step(on_step, FILES_AFTER_DELETE)
-    return RetentionResult(Step.DELETE_FILES, uri, version=version, files_deleted=deleted, orphans_deleted=orphans, bytes_deleted=size)
+    return replace(found, files_deleted=deleted)
 
 
 # -- bounded Delta logs ------------------------------------------------------------------------------

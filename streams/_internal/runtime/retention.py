@@ -15,9 +15,10 @@ Steps run on a thread of their own while the next trigger's tasks run, holding t
 a step and a sub-topology's commit never interleave on a table, so every step commits
 exclusively against the version the application last wrote and the registry records what it
 committed. Compaction and optimize read and write their files before they take the lock, from a
-snapshot at the version last written, and hold it only to commit: held for the whole step, the
-lock stopped the application's triggers for the 1-2 s it takes to rewrite a minute's 1,600
-small files (a plan phase of 1-3 s once a minute in the 2-hour soak, the top of its p99 latency). Every step can be killed at its named points (``DELTASTREAMS_CRASH_AT``) and recovers
+snapshot at the version last written, and hold it only to commit; file deletion holds it to judge
+the files, not to delete them. Held for the whole step, the lock stopped the application's
+triggers for the 1-2 s it takes to rewrite a minute's 1,600 small files (a plan phase of 1-3 s
+once a minute in the 2-hour soak of issue 42, the top of its p99 latency). Every step can be killed at its named points (``DELTASTREAMS_CRASH_AT``) and recovers
 by itself: see docs/retention.md.
 """
 
@@ -37,7 +38,8 @@ from deltastreams.sinks.retention import (
     clean_transaction_log,
     commit_rewrite,
     consumed_offsets,
-    delete_unreferenced,
+    delete_doomed,
+    find_unreferenced,
     expire_oldest,
     prepare_compaction,
     prepare_optimize,
@@ -158,14 +160,16 @@ class Retention(threading.Thread):
                 continue
             with self.lock:
                 decided = [b for b in self.committer.last.values() if b is not None]
-                result = delete_unreferenced(
+                found, doomed = find_unreferenced(
                     self.registry.delta_table(topic),
                     decided=decided,
                     orphan_delay=self.config.orphan_file_delay,
                     removed_delay=self.config.removed_file_delay,
                     on_step=crash_point,
                 )
-                self._record(topic, result)
+                if found.version is not None:
+                    self.registry.committed(topic, found.version)
+            self._record(None, delete_doomed(found, doomed, on_step=crash_point))
 
     def clean_logs(self) -> None:
         for topic in self.outputs:
