@@ -47,7 +47,7 @@ def test_soak_runs_end_to_end_and_reports_sane_numbers(tmp_path):
     checks = {c["name"]: c for c in report["checks"]}
     assert set(checks) == {
         "input appends flat", "output commits flat", "latency flat", "batch time", "topics flat", "memory flat", "generator memory flat",
-        "generator kept its rate", "job kept up", "job stopped cleanly",
+        "generator kept its rate", "job kept up", "job stopped cleanly", "every process flat in the second half",
     }  # fmt: skip
     assert all(s["input_gap_ms_p50"] > 0 and s["output_gap_ms_p50"] > 0 and s["latency_ms_p99"] > 0 and s["generator_rss_mb"] > 20 for s in samples)
     buckets = report["buckets"]
