@@ -39,7 +39,7 @@ from deltastreams.sinks._internal.delta_log import files_added, snapshot_files, 
 from deltastreams.sinks._internal.exclusive import by_partition, commit_actions, remove_actions, rewrite_actions, set_properties
 from deltastreams.sinks._internal.files import PARTITION, DataFile, data_files, delete_file, read_rows, write_partition_file
 from deltastreams.sinks._internal.log_commit import checkpoint_interval, delete_info, optimize_info
-from deltastreams.sinks._internal.log_expiry import REMOVED_FILE_RETENTION_PROPERTY
+from deltastreams.sinks._internal.log_expiry import REMOVED_FILE_RETENTION_PROPERTY, interval_text
 from deltastreams.sinks._internal.log_files import delete_files, list_log, removed_files
 from deltastreams.sinks.topics import TopicLayout
 from deltastreams.sinks.transaction import DecidedBatch, TransactionLog
@@ -344,25 +344,20 @@ def commit_rewrite(table: DeltaTable, prepared: PreparedRewrite, *, on_step: OnS
         # Recorded as delta-spark's REORG ... APPLY (PURGE): a rewrite (dataChange = false, so Delta's
         # streaming readers skip it) that drops rows no reader of the table's state needs, here the
         # records a later one of the same key supersedes.
-        committed = commit_actions(
-            table,
-            rewrite_actions(removed, written.values(), now_ms=_now(None)),
-            {"kind": step.value, "watermarks": {str(p): o for p, o in sorted(watermarks.items())}},
-            operation="REORG",
-            parameters={"predicate": parameters["predicate"], "applyPurge": True},
-            metrics={**metrics, "numDeletedRows": prepared.records_before - sum(f.num_records for f in written.values())},
-            isolation="SnapshotIsolation",
-        )
+        info = {"kind": step.value, "watermarks": {str(p): o for p, o in sorted(watermarks.items())}}
+        operation, parameters = "REORG", {"predicate": parameters["predicate"], "applyPurge": True}
+        metrics = {**metrics, "numDeletedRows": prepared.records_before - sum(f.num_records for f in written.values())}
     else:
-        committed = commit_actions(
-            table,
-            rewrite_actions(removed, written.values(), now_ms=_now(None)),
-            {"kind": step.value, "files": len(removed)},
-            operation="OPTIMIZE",
-            parameters=parameters,
-            metrics=metrics,
-            isolation="SnapshotIsolation",
-        )
+        info, operation = {"kind": step.value, "files": len(removed)}, "OPTIMIZE"
+    committed = commit_actions(
+        table,
+        rewrite_actions(removed, written.values(), now_ms=_now(None)),
+        info,
+        operation=operation,
+        parameters=parameters,
+        metrics=metrics,
+        isolation="SnapshotIsolation",
+    )
     if committed is None:
         _abandon(uri, written, step)
         return RetentionResult(step, uri, version=version, conflict=True, watermarks=watermarks)
@@ -490,7 +485,7 @@ def find_unreferenced(
     if any(v > table.version() for v in listing.commits):
         return RetentionResult(Step.DELETE_FILES, uri, conflict=True), []
     version = None
-    wanted = f"interval {2 * _ms(removed_delay)} milliseconds"
+    wanted = interval_text(2 * removed_delay)
     if table.metadata().configuration.get(TOMBSTONE_RETENTION_PROPERTY) != wanted:
         if not set_properties(table, {TOMBSTONE_RETENTION_PROPERTY: wanted}):
             return RetentionResult(Step.DELETE_FILES, uri, conflict=True), []
