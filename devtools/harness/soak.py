@@ -11,7 +11,7 @@ from the metrics file), the input's append cadence and the job's (median gap bet
 topic's appends and between the output topic's, followed every second as they come) and the
 job's latency (p99 over the output's commits of how old their newest record was), files and
 bytes under ``topics/`` per kind of topic, transaction-log versions, files under the Spark
-checkpoints and the local state, resident memory of the generator, of the driver, its JVM and
+checkpoints and the local state, memory (PSS) of the generator, of the driver, its JVM and
 every other process of the job (Spark's Python daemon and workers, task hosts: see
 :mod:`deltastreams.devtools.servers.process_tree`), the generator's progress and the job's lag behind it. It prints a row
 per sample, stops the generator and the job with SIGTERM (the job stops between micro-batches;
@@ -45,7 +45,7 @@ from deltastreams.conf.errors import DeltaStreamsError
 from deltastreams.devtools.harness import soak_verdict as verdict
 from deltastreams.jobs.pageview import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, build_topology
 from deltastreams.devtools.servers.process_tree import ProcessInfo, all_processes, job_processes, still_running, terminate
-from deltastreams.devtools.harness.soak_probe import BatchLog, CommitFollower, memory, storage
+from deltastreams.devtools.harness.soak_probe import BatchLog, CommitFollower, memory, memory_mb, storage
 from deltastreams.sinks import Topic
 
 STARTUP_TIMEOUT_S = 300.0
@@ -219,8 +219,8 @@ class Soak:
             "generator_behind": status.get("behind_events"),
             "lag": None if generated is None else generated - consumed,
             **storage(self.settings.root, self.state_dir, APPLICATION_ID, (INPUT_TOPIC,)),
-            "rss_mb": memory(self.job.pid, processes),
-            "generator_rss_mb": _rss_mb(processes, self.generator.pid),
+            "memory_mb": memory(self.job.pid, processes),
+            "generator_memory_mb": _pss_mb(processes, self.generator.pid),
         }
         if self.samples:
             row["consumed_per_s"] = round((consumed - self.samples[-1]["consumed"]) / max(t - previous_t, 1e-9), 1)
@@ -255,9 +255,9 @@ def _read_json(path: Path) -> dict:
         return {}
 
 
-def _rss_mb(processes: dict[int, ProcessInfo], pid: int) -> float | None:
+def _pss_mb(processes: dict[int, ProcessInfo], pid: int) -> float | None:
     info = processes.get(pid)
-    return None if info is None else round(info.rss_bytes / 2**20, 1)
+    return None if info is None else memory_mb(info)["pss_mb"]
 
 
 def _gap_p50(times: list[float]) -> float | None:
@@ -292,7 +292,7 @@ def _kill(info: ProcessInfo) -> None:
 
 HEADER = (
     f"{'t s':>6} {'batches':>7} {'p50 ms':>7} {'p95 ms':>7} {'in/s':>7} {'lag':>8} | {'in gap':>6} {'out gap':>7} {'lat p99':>7} | {'topics files':>12} {'MB':>7} "
-    f"{'input':>7} {'repart':>7} {'chlog':>7} {'sink':>7} | {'txlog v':>7} {'ckpt':>6} {'state':>6} | RSS MB {'drv':>5} {'jvm':>5} {'py (n)':>11} {'total':>6} {'gen':>5}"
+    f"{'input':>7} {'repart':>7} {'chlog':>7} {'sink':>7} | {'txlog v':>7} {'ckpt':>6} {'state':>6} | PSS MB {'drv':>5} {'jvm':>5} {'py (n)':>11} {'total':>6} {'gen':>5}"
 )
 
 
@@ -301,14 +301,14 @@ def _fmt(value, spec: str = ",.0f") -> str:
 
 
 def _row(s: dict) -> str:
-    topics, rss = s["topics"], s["rss_mb"]
+    topics, mem = s["topics"], s["memory_mb"]
     return (
         f"{s['t']:>6.0f} {s['batches']:>7} {_fmt(s['batch_ms_p50']):>7} {_fmt(s['batch_ms_p95']):>7} {_fmt(s['consumed_per_s']):>7} {_fmt(s['lag']):>8} | "
         f"{_fmt(s['input_gap_ms_p50']):>6} {_fmt(s['output_gap_ms_p50']):>7} {_fmt(s['latency_ms_p99']):>7} | "
         f"{s['topics_files']:>12,} {s['topics_bytes'] / 2**20:>7,.1f} "
         f"{topics['input']['files']:>7,} {topics['repartition']['files']:>7,} {topics['changelog']['files']:>7,} {topics['sink']['files']:>7,} | "
         f"{s['transaction_versions']:>7,} {s['checkpoint_files']:>6,} {s['state_files']:>6,} | "
-        f"{'':6} {rss['driver']:>5,.0f} {rss['jvm']:>5,.0f} {rss['python']:>6,.0f} ({rss['python_processes']:>2}) {rss['total']:>6,.0f} {_fmt(s['generator_rss_mb']):>5}"
+        f"{'':6} {mem['driver']:>5,.0f} {mem['jvm']:>5,.0f} {mem['python']:>6,.0f} ({mem['python_processes']:>2}) {mem['total']:>6,.0f} {_fmt(s['generator_memory_mb']):>5}"
     )
 
 
@@ -360,7 +360,7 @@ def judge(soak: Soak, stop: dict) -> tuple[list[verdict.Check], dict, verdict.Wi
         verdict.batch_time_check(batches, windows),
         topics,
         verdict.memory_check(soak.samples, windows),
-        verdict.memory_check(soak.samples, windows, name="generator memory flat", rss=lambda s: s.get("generator_rss_mb")),
+        verdict.generator_memory_check(soak.samples, windows),
         verdict.process_memory_check(soak.samples, windows),
         verdict.generator_check(final.get("achieved_rate"), soak.settings.rate),
         verdict.lag_check(lag, soak.settings.rate),

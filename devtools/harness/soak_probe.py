@@ -4,7 +4,8 @@
   committed micro-batch) and keeps, per batch, its end time, sub-topology, wall time and input.
 - :func:`storage` counts files and bytes under ``topics/`` per kind of topic, the transaction
   logs' versions, and the files under the Spark checkpoints and the local state.
-- :func:`memory` sums the resident memory of the job's processes by role.
+- :func:`memory` sums the memory of the job's processes by role (PSS: shared pages divided among
+  the processes sharing them, so a fork is not counted twice).
 - :class:`CommitFollower` follows a topic's Delta log as it grows, keeping the time of every
   commit that appended records (and, for the output, how old its newest record was then), read
   as they come: log retention deletes the commit files behind the job (the output keeps about
@@ -24,7 +25,7 @@ from urllib.parse import unquote
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltastreams.devtools.servers.process_tree import ProcessInfo, job_processes
+from deltastreams.devtools.servers.process_tree import ProcessInfo, job_processes, pss_bytes
 from deltastreams.sinks import Topic, latest_version, read_commit, topic_uri
 
 TOPIC_KINDS = ("input", "repartition", "changelog", "sink")
@@ -137,14 +138,20 @@ def process_role(info: ProcessInfo, driver_pid: int, processes: dict[int, Proces
     return "other"
 
 
+def memory_mb(info: ProcessInfo) -> dict:
+    """A process's PSS and RSS in MB (PSS falls back to RSS where the kernel does not give it)."""
+    pss = pss_bytes(info.pid)
+    return {"pss_mb": round((info.rss_bytes if pss is None else pss) / 2**20, 1), "rss_mb": round(info.rss_mb, 1)}
+
+
 def memory(driver_pid: int, processes: dict[int, ProcessInfo]) -> dict:
-    """Resident memory (MB) of the driver, its JVM and the rest of the job's processes (Spark's
-    Python daemon and workers, task hosts, ...), with every process listed."""
+    """Memory (PSS, MB) of the driver, its JVM and the rest of the job's processes (Spark's Python
+    daemon and workers, task hosts, ...), with every process listed (PSS and RSS)."""
     members = job_processes(driver_pid, processes)
-    listed = [{"pid": p.pid, "role": process_role(p, driver_pid, processes), "rss_mb": round(p.rss_mb, 1)} for p in members]
+    listed = [{"pid": p.pid, "role": process_role(p, driver_pid, processes), **memory_mb(p)} for p in members]
     by_role = {"driver": 0.0, "jvm": 0.0, "python": 0.0}
     for entry in listed:
-        by_role[entry["role"] if entry["role"] in ("driver", "jvm") else "python"] += entry["rss_mb"]
+        by_role[entry["role"] if entry["role"] in ("driver", "jvm") else "python"] += entry["pss_mb"]
     return {
         **{role: round(mb, 1) for role, mb in by_role.items()},
         "total": round(sum(by_role.values()), 1),

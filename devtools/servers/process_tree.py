@@ -58,6 +58,21 @@ def _read(pid: int) -> ProcessInfo | None:
     return ProcessInfo(pid, int(fields[1]), int(fields[2]), int(fields[19]), int(fields[21]) * _PAGE, command)
 
 
+def pss_bytes(pid: int) -> int | None:
+    """The proportional set size of ``pid`` (None if it is gone or the kernel does not say):
+    resident memory with each page shared by n processes counted 1/n in each. RSS counts a shared
+    page in full in every process, so a job's forked children (Spark's Python workers, a JVM
+    forking at shutdown) would double what they share with their parent in a sum of RSS."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
 def job_processes(root_pid: int, processes: dict[int, ProcessInfo] | None = None) -> list[ProcessInfo]:
     """``root_pid`` and the processes that belong to it (see the module docstring), root first."""
     processes = all_processes() if processes is None else processes

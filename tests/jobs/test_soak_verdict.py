@@ -6,12 +6,14 @@ from deltastreams.devtools.harness.soak_verdict import (
     batch_time_check,
     cadence_check,
     latency_check,
+    generator_memory_check,
     memory_check,
-    middle_window,
     overall,
     process_memory_check,
+    second_half,
     slope_per_minute,
     topics_check,
+    trend_growth,
 )
 
 
@@ -59,7 +61,7 @@ def _samples(internal_per_min, sink_files_per_min, *, sawtooth=False):
                     "changelog": {"files": 50, "bytes": 500_000},
                     "sink": {"files": sink_files_per_min * minute, "bytes": 1_000_000 * minute},
                 },
-                "rss_mb": {"total": 3000 + minute},
+                "memory_mb": {"total": 3000 + minute},
             }
         )
     return samples
@@ -86,29 +88,50 @@ def test_memory_check_compares_window_means():
     samples = _samples(0, 0)
     assert memory_check(samples, Windows.for_duration(720)).passed is True
     for s in samples[8:]:
-        s["rss_mb"]["total"] = 4000
+        s["memory_mb"]["total"] = 4000
     assert memory_check(samples, Windows.for_duration(720)).passed is False
 
 
-def test_every_process_is_judged_on_the_second_half_of_the_run():
-    # Two hours, a sample a minute: a driver that warms up in its first ten minutes is flat; a task
-    # host growing 0.5 MB/min all along is not, though the total of all processes hides it.
-    def sample(minute, host_growth):
+def _process_samples(host_growth: float, *, driver_swing: float = 0.0) -> list[dict]:
+    """Two hours, a sample a minute: a driver that warms up in its first ten minutes and then
+    swings by ``driver_swing`` MB from sample to sample, a task host growing ``host_growth``
+    MB/min all along, a flat JVM."""
+    samples = []
+    for minute in range(121):
+        swing = driver_swing * (1 if minute % 3 == 0 else -0.5)
         processes = [
-            {"pid": 1, "role": "driver", "rss_mb": min(250 + 14 * minute, 390)},
-            {"pid": 2, "role": "task-host", "rss_mb": 110 + host_growth * minute},
-            {"pid": 3, "role": "jvm", "rss_mb": 2000},
+            {"pid": 1, "role": "driver", "pss_mb": min(250 + 14 * minute, 390) + swing},
+            {"pid": 2, "role": "task-host", "pss_mb": 110 + host_growth * minute},
+            {"pid": 3, "role": "jvm", "pss_mb": 2000},
         ]
-        return {"t": minute * 60.0, "rss_mb": {"total": sum(p["rss_mb"] for p in processes), "processes": processes}, "generator_rss_mb": 250}
+        samples.append({"t": minute * 60.0, "memory_mb": {"total": sum(p["pss_mb"] for p in processes), "processes": processes}, "generator_memory_mb": 250})
+    return samples
 
+
+def test_every_process_is_judged_by_its_trend_over_the_second_half():
     windows = Windows.for_duration(7200)
-    assert middle_window(windows) == (3600, 3900)
-    flat = process_memory_check([sample(m, 0.0) for m in range(121)], windows)
+    assert second_half(windows) == (3600, 7200)
+    flat = process_memory_check(_process_samples(0.0), windows)
     assert flat.passed is True, flat.detail
-    growing = [sample(m, 0.5) for m in range(121)]
+    growing = _process_samples(0.5)
     assert memory_check(growing, windows).passed is True  # the total hides it
     check = process_memory_check(growing, windows)
-    assert check.passed is False and "task-host 2 141 -> 169 MB (+19%)" in check.detail, check.detail
+    assert check.passed is False and "task-host 2 140 -> 170 MB (+21%)" in check.detail, check.detail
+
+
+def test_a_swinging_process_without_a_trend_is_flat_and_one_high_last_sample_does_not_fail_it():
+    samples = _process_samples(0.0, driver_swing=80.0)
+    samples[-1]["memory_mb"]["processes"][0]["pss_mb"] = 510  # the last sample at the top of a swing
+    windows = Windows.for_duration(7200)
+    check = process_memory_check(samples, windows)
+    assert check.passed is True, check.detail
+    start, end, growth = trend_growth([(s["t"], s["memory_mb"]["processes"][0]["pss_mb"]) for s in samples if s["t"] >= 3600])
+    assert 0 < growth < 0.05 and 380 < start < end < 420
+
+
+def test_trend_growth_needs_three_samples():
+    assert trend_growth([(0, 100), (60, 120)]) is None
+    assert trend_growth([(0, 100), (60, 110), (120, 120)]) == pytest.approx((100, 120, 0.2))
 
 
 def test_overall_fails_on_any_failure_and_is_undecided_on_missing_data():
@@ -177,10 +200,13 @@ def test_the_input_yardstick_for_files_is_what_its_appends_wrote():
 
 
 def test_the_generators_memory_is_judged_apart_from_the_jobs():
-    samples = _samples(0, 0)
-    for s in samples:
-        s["generator_rss_mb"] = 320 + (80 if s["t"] > 420 else 0)  # the writer grew, the job did not
-    windows = Windows.for_duration(720)
+    windows = Windows.for_duration(7200)
+    samples = _process_samples(0.0)
+    for s in samples:  # the writer warms up for 20 minutes, then stays flat: flat
+        s["generator_memory_mb"] = min(230 + s["t"] / 60, 250)
+    assert generator_memory_check(samples, windows).passed is True
+    for s in samples:  # the writer grows all along, the job does not
+        s["generator_memory_mb"] = 320 + s["t"] / 60
     assert memory_check(samples, windows).passed is True
-    grown = memory_check(samples, windows, name="generator memory flat", rss=lambda s: s["generator_rss_mb"])
-    assert grown.passed is False and "400 MB over the last window vs 320 MB" in grown.detail
+    grown = generator_memory_check(samples, windows)
+    assert grown.passed is False and "generator 380 -> 440 MB (+16%)" in grown.detail, grown.detail
