@@ -77,11 +77,24 @@ class KafkaPublisher:
         self._group = Consumer({"bootstrap.servers": self._first.bootstrap_servers, "group.id": self.transactional_id, "enable.auto.commit": False})
 
     def last_published(self, timeout_s: float = 10.0) -> int:
-        """The last batch whose Kafka transaction committed (NO_BATCH: none); after :meth:`start`."""
-        from confluent_kafka import TopicPartition
+        """The last batch whose Kafka transaction committed (NO_BATCH: none); after :meth:`start`.
+        Retries what the broker says is passing (its group coordinator still loading or moving,
+        as on a broker that just started), as Kafka's own consumer does, until ``timeout_s``."""
+        import time
 
-        committed = self._group.committed([TopicPartition(self._first.name, 0)], timeout=timeout_s)[0].offset
-        return committed - 1 if committed >= 0 else NO_BATCH
+        from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+        passing = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                committed = self._group.committed([TopicPartition(self._first.name, 0)], timeout=max(0.1, deadline - time.monotonic()))[0].offset
+                return committed - 1 if committed >= 0 else NO_BATCH
+            except KafkaException as e:
+                error = e.args[0]
+                if not (error.retriable() or error.code() in passing) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
     def publish(self, batch_id: int, records: Mapping[str, pa.Table], timeout_s: float = 60.0) -> int:
         """Records of one decided batch (per logical topic, record form with ``partition``), in
