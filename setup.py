@@ -4,7 +4,7 @@ included as it is added. Everything else is in pyproject.toml."""
 
 from pathlib import Path
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_py import build_py
 
 LAYOUT = ("conf", "sinks", "state", "topology", "streams", "jobs")
@@ -37,4 +37,8 @@ setup(
     package_dir={"deltastreams": "."},
     package_data={"deltastreams.conf": ["*.toml"]},
     cmdclass={"build_py": BuildWithInit},
+    # Kafka ranges read in C into Arrow buffers (sinks/_internal/kafka_range.c): optional, so an
+    # install without a C compiler still works, reading Kafka through confluent-kafka's Python
+    # objects (slower; sinks/_internal/kafka_arrow.py says so once in the log).
+    ext_modules=[Extension("deltastreams.sinks._internal._kafka_range", ["sinks/_internal/kafka_range.c"], libraries=["dl"], optional=True)],
 )

@@ -17,9 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from deltastreams.conf.errors import ConfigError, TopicError, TopicNotFoundError
+from deltastreams.sinks._internal import kafka_arrow
 from deltastreams.sinks._internal.files import OFFSET, PARTITION, TIMESTAMP
 from deltastreams.sinks.partitioner import partitions_for
 from deltastreams.sinks.serde import HEADERS, HEADERS_TYPE
@@ -56,9 +58,7 @@ class KafkaTopic:
             if fmt not in FORMATS:
                 raise ConfigError(f"kafka.{what} must be one of {list(FORMATS)}, got {fmt!r}", setting=f"kafka.{what}")
 
-    def consumer(self):
-        from confluent_kafka import Consumer
-
+    def consumer_settings(self) -> dict[str, Any]:
         # A group id is required by librdkafka's consumer even without subscribing; nothing is
         # ever committed to it: positions live in the application's transaction log.
         settings = {
@@ -70,7 +70,12 @@ class KafkaTopic:
             "enable.partition.eof": True,
             "auto.offset.reset": "error",
         }
-        return Consumer({**settings, **self.client})
+        return {**settings, **self.client}
+
+    def consumer(self):
+        from confluent_kafka import Consumer
+
+        return Consumer(self.consumer_settings())
 
     def record_schema(self) -> pa.Schema:
         key_type = self.key_type or _DEFAULT_TYPES.get(self.key_format, pa.string())
@@ -143,17 +148,55 @@ def create_kafka_topic(topic: KafkaTopic, partitions: int, timeout_s: float = 10
             time.sleep(0.2)
 
 
-def read_range(topic: KafkaTopic, partition: int, start: int, end: int, timeout_s: float = 60.0) -> pa.Table:
+def read_range(topic: KafkaTopic, partition: int, start: int, end: int, timeout_s: float = 60.0, *, reader: str = "auto") -> pa.Table:
     """The records of ``partition`` with offsets in ``[start, end)``, in record form. Offsets
     inside the range may be missing (transaction markers, compaction); reading stops once the
-    consumer's position reaches ``end``."""
+    consumer's position reaches ``end``. ``reader``: ``auto`` reads with the C reader when it was
+    built (:mod:`~deltastreams.sinks._internal.kafka_arrow`), ``python`` through confluent-kafka's
+    Message objects (the two give the same table)."""
+    if end <= start:
+        return _records(topic, partition, [])
+    if reader == "auto":
+        try:
+            raw = kafka_arrow.read_raw(topic.consumer_settings(), topic.name, partition, start, end, timeout_s)
+        except kafka_arrow.RangeReadError as e:
+            if e.kind == "offset_out_of_range":
+                raise _offsets_gone(topic, partition, start) from None
+            if e.kind == "timed_out":
+                raise _read_timed_out(topic, partition, start, end, timeout_s, e.rows) from None
+            raise TopicError(f"reading Kafka topic '{topic.name}' partition {partition}: {e.detail}", topic=topic.name) from None
+        if raw is not None:
+            return _records_from_columns(topic, partition, raw)
+    return _read_range_in_python(topic, partition, start, end, timeout_s)
+
+
+def c_reader_available() -> bool:
+    """Whether :func:`read_range` reads with the C reader (built when deltastreams was installed
+    with a C compiler, and librdkafka found); else it reads through Python objects."""
+    return kafka_arrow.reader() is not None
+
+
+def _offsets_gone(topic: KafkaTopic, partition: int, start: int) -> OffsetOutOfRangeError:
+    return OffsetOutOfRangeError(
+        f"Kafka topic '{topic.name}' partition {partition}: offset {start} is no longer there (retention or a recreated topic)",
+        topic=topic.name,
+    )
+
+
+def _read_timed_out(topic: KafkaTopic, partition: int, start: int, end: int, timeout_s: float, rows: int) -> TopicError:
+    return TopicError(
+        f"reading Kafka topic '{topic.name}' partition {partition} offsets [{start}, {end}) took over {timeout_s:.0f} s "
+        f"(got {rows} records); is the broker at {topic.bootstrap_servers} up?",
+        topic=topic.name,
+    )
+
+
+def _read_range_in_python(topic: KafkaTopic, partition: int, start: int, end: int, timeout_s: float) -> pa.Table:
     import time
 
     from confluent_kafka import KafkaError, TopicPartition
 
     rows: list[Any] = []
-    if end <= start:
-        return _records(topic, partition, rows)
     consumer = topic.consumer()
     deadline = time.monotonic() + timeout_s
     try:
@@ -176,19 +219,12 @@ def read_range(topic: KafkaTopic, partition: int, start: int, end: int, timeout_
                 # With auto.offset.reset=error librdkafka reports a fetch outside the partition's
                 # offsets as _AUTO_OFFSET_RESET, wrapping the broker's OFFSET_OUT_OF_RANGE.
                 if error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
-                    raise OffsetOutOfRangeError(
-                        f"Kafka topic '{topic.name}' partition {partition}: offset {start} is no longer there (retention or a recreated topic)",
-                        topic=topic.name,
-                    )
+                    raise _offsets_gone(topic, partition, start)
                 raise TopicError(f"reading Kafka topic '{topic.name}' partition {partition}: {error}", topic=topic.name)
             if (rows and rows[-1].offset() >= end - 1) or _position(consumer, topic.name, partition) >= end:
                 break
             if time.monotonic() > deadline:
-                raise TopicError(
-                    f"reading Kafka topic '{topic.name}' partition {partition} offsets [{start}, {end}) took over {timeout_s:.0f} s "
-                    f"(got {len(rows)} records); is the broker at {topic.bootstrap_servers} up?",
-                    topic=topic.name,
-                )
+                raise _read_timed_out(topic, partition, start, end, timeout_s, len(rows))
     finally:
         consumer.close()
     return _records(topic, partition, rows)
@@ -205,17 +241,43 @@ def _records(topic: KafkaTopic, partition: int, messages: list) -> pa.Table:
     schema = topic.record_schema()
     keys, key_errors = _decode([m.key() for m in messages], topic.key_format, schema.field(KEY).type)
     values, value_errors = _decode([m.value() for m in messages], topic.value_format, schema.field(VALUE).type)
-    rejected = [
-        None if k is None and v is None else "; ".join(e for e in (k and f"key: {k}", v and f"value: {v}") if e)
-        for k, v in zip(key_errors, value_errors, strict=True)
-    ]
     stamps = [m.timestamp()[1] if m.timestamp()[0] != 0 else -1 for m in messages]  # 0: TIMESTAMP_NOT_AVAILABLE
     headers = [None if not m.headers() else [{"key": k, "value": v if v is not None else b""} for k, v in m.headers()] for m in messages]
     return pa.table(
         [pa.array([partition] * len(messages), pa.int32()), pa.array([m.offset() for m in messages], pa.int64()), pa.array(stamps, pa.int64()),
-         keys, values, pa.array(headers, HEADERS_TYPE), pa.array(rejected, pa.string())],
+         keys, values, pa.array(headers, HEADERS_TYPE), _rejections(key_errors, value_errors)],
         schema=schema,
     )
+
+
+def _records_from_columns(topic: KafkaTopic, partition: int, raw: kafka_arrow.RawRecords) -> pa.Table:
+    schema = topic.record_schema()
+    keys, key_errors = _decode_column(raw.keys, topic.key_format, schema.field(KEY).type)
+    values, value_errors = _decode_column(raw.values, topic.value_format, schema.field(VALUE).type)
+    count = len(raw.offsets)
+    return pa.table(
+        [pa.array(np.full(count, partition, np.int32)), raw.offsets, raw.timestamps, keys, values, raw.headers, _rejections(key_errors, value_errors)],
+        schema=schema,
+    )
+
+
+def _rejections(key_errors: list[str | None], value_errors: list[str | None]) -> pa.Array:
+    if not any(key_errors) and not any(value_errors):
+        return pa.nulls(len(key_errors), pa.string())
+    return pa.array(
+        [
+            None if k is None and v is None else "; ".join(e for e in (k and f"key: {k}", v and f"value: {v}") if e)
+            for k, v in zip(key_errors, value_errors, strict=True)
+        ],
+        pa.string(),
+    )
+
+
+def _decode_column(raw: pa.Array, fmt: str, target: pa.DataType) -> tuple[pa.Array, list[str | None]]:
+    decoded = kafka_arrow.decode_column(raw, fmt, target)
+    if decoded is not None:
+        return decoded, [None] * len(raw)
+    return _decode(raw.to_pylist(), fmt, target)
 
 
 def _decode(raw: list[bytes | None], fmt: str, target: pa.DataType) -> tuple[pa.Array, list[str | None]]:
@@ -260,23 +322,11 @@ def _decode(raw: list[bytes | None], fmt: str, target: pa.DataType) -> tuple[pa.
 
 
 def _json_objects(raw: list[bytes], target: pa.StructType) -> pa.Array | None:
-    """JSON objects into a struct type with Arrow's JSON reader, ~10x faster than ``json.loads``
-    per record; None when any record is not one object on one line, or does not fit (the per-record
-    path then names the culprits)."""
-    import io
-
-    from pyarrow import json as pajson
-
+    """JSON objects into a struct type column-wise; None when any record is not one object on one
+    line, or does not fit (the per-record path then names the culprits)."""
     if any(b"\n" in data for data in raw):
         return None
-    options = pajson.ParseOptions(explicit_schema=pa.schema(list(target)), unexpected_field_behavior="ignore")
-    try:
-        table = pajson.read_json(io.BytesIO(b"\n".join(raw)), parse_options=options)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return None
-    if table.num_rows != len(raw):
-        return None
-    return pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in target], fields=list(target))
+    return kafka_arrow.json_objects(b"\n".join(raw), len(raw), target)
 
 
 # -- writing ---------------------------------------------------------------------------------------

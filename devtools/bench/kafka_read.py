@@ -4,8 +4,12 @@ way of reading it, alternating: the CPU figure says more than the wall time on a
 
     python -m deltastreams.devtools.bench.kafka_read --events 1000000 [--reps 3] [--bootstrap HOST:PORT]
 
-- ``confluent``: what tasks do today (:func:`deltastreams.sinks.kafka.read_range`): librdkafka's
-  batch ``consume()``, one Message object per record, values decoded by Arrow's JSON reader;
+- ``c-reader``: what tasks do (:func:`deltastreams.sinks.kafka.read_range`): the reader in C
+  (``sinks/_internal/kafka_range.c``) polling librdkafka into Arrow buffers, values decoded by
+  Arrow's JSON reader, no Python object per record;
+- ``confluent``: what tasks did before it (``read_range(..., reader="python")``, still the path
+  where the C reader is not built): librdkafka's batch ``consume()``, one Message object per
+  record;
 - ``spark-connector``: Spark's own Kafka connector (``jvm/spark/target/lib``, built by bin/setup)
   reading the range in the JVM (``startingOffsets``/``endingOffsets``,
   ``kafka.isolation.level=read_committed``) and handing Arrow batches to a Python function
@@ -26,11 +30,15 @@ import time
 import pyarrow as pa
 
 from deltastreams.jobs.pageview import INPUT_TOPIC, generate_to_kafka, kafka_input_topic
-from deltastreams.sinks.kafka import read_range, watermarks
+from deltastreams.sinks.kafka import c_reader_available, read_range, watermarks
+
+
+def _c_reader(bootstrap: str, end: int) -> int:
+    return read_range(kafka_input_topic(bootstrap), 0, 0, end).num_rows
 
 
 def _confluent(bootstrap: str, end: int) -> int:
-    return read_range(kafka_input_topic(bootstrap), 0, 0, end).num_rows
+    return read_range(kafka_input_topic(bootstrap), 0, 0, end, reader="python").num_rows
 
 
 def _count(batches):
@@ -101,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         end = watermarks(kafka_input_topic(args.bootstrap), [0])[0][1]
         spark = _session()
-        readers = {"confluent": lambda: _confluent(args.bootstrap, end), "spark-connector": lambda: _spark_connector(spark, args.bootstrap, end)}
+        if not c_reader_available():
+            raise SystemExit("the Kafka reader in C is not built: run bin/setup (it needs gcc)")
+        readers = {"c-reader": lambda: _c_reader(args.bootstrap, end), "confluent": lambda: _confluent(args.bootstrap, end), "spark-connector": lambda: _spark_connector(spark, args.bootstrap, end)}
         _spark_connector(spark, args.bootstrap, min(end, 1000))  # the connector's classes loaded, its Python worker up
         print(f"partition 0, offsets [0, {end:,}), read_committed", flush=True)
         best: dict[str, float] = {}
@@ -114,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 best[name] = max(best.get(name, 0.0), rows / wall)
                 print(f"  {name:16} load {load:4.1f}: {rows:,} records in {wall:.2f} s = {rows / wall:,.0f}/s per partition, {rows / cpu:,.0f} per CPU-second (this process, the JVM and its Python workers)", flush=True)
         print("best records/s per partition: " + ", ".join(f"{name} {rate:,.0f}" for name, rate in best.items()))
+        print(f"c-reader / confluent: {best['c-reader'] / best['confluent']:.1f}x")
     finally:
         if broker is not None:
             broker.stop()

@@ -1,0 +1,348 @@
+/* One Kafka partition's offset range into Arrow's buffers, with no Python object per record.
+ *
+ * What sinks/kafka.py's read_range does, in C: librdkafka's consumer (the library the
+ * confluent-kafka wheel bundles, opened with dlopen by its path, so nothing is linked at build
+ * time), assigned at the range's start, read_committed, polled until the consumer's position
+ * reaches the range's end; each record's offset, timestamp, key, value and headers appended to
+ * growing buffers laid out as Arrow's (validity bitmaps, int32 offsets, data). Python receives one
+ * bytes object per buffer and wraps them as Arrow arrays without copying them
+ * (sinks/_internal/kafka_arrow.py). The GIL is released while polling.
+ *
+ * Python per-record objects were the cost: confluent-kafka makes a Message per record and five
+ * method calls read it, ~80k records/s per partition, where librdkafka itself delivers several
+ * times that. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* librdkafka's public ABI (rdkafka.h), only what this file uses. */
+typedef struct rd_kafka_s rd_kafka_t;
+typedef struct rd_kafka_conf_s rd_kafka_conf_t;
+typedef struct rd_kafka_headers_s rd_kafka_headers_t;
+typedef struct rd_kafka_topic_s rd_kafka_topic_t;
+typedef struct {
+    int err;
+    rd_kafka_topic_t *rkt;
+    int32_t partition;
+    void *payload;
+    size_t len;
+    void *key;
+    size_t key_len;
+    int64_t offset;
+    void *private_;
+} rd_kafka_message_t;
+typedef struct {
+    char *topic;
+    int32_t partition;
+    int64_t offset;
+    void *metadata;
+    size_t metadata_size;
+    void *opaque;
+    int err;
+    void *private_;
+} rd_kafka_topic_partition_t;
+typedef struct rd_kafka_topic_partition_list_s rd_kafka_topic_partition_list_t;
+
+enum {
+    CONSUMER = 1,
+    CONF_OK = 0,
+    ERR_NO_ERROR = 0,
+    ERR_OFFSET_OUT_OF_RANGE = 1,
+    ERR_PARTITION_EOF = -191,
+    ERR_AUTO_OFFSET_RESET = -140,
+    TIMESTAMP_NOT_AVAILABLE = 0,
+};
+
+static struct {
+    rd_kafka_conf_t *(*conf_new)(void);
+    int (*conf_set)(rd_kafka_conf_t *, const char *, const char *, char *, size_t);
+    void (*conf_destroy)(rd_kafka_conf_t *);
+    rd_kafka_t *(*new_)(int, rd_kafka_conf_t *, char *, size_t);
+    int (*poll_set_consumer)(rd_kafka_t *);
+    rd_kafka_topic_partition_list_t *(*list_new)(int);
+    rd_kafka_topic_partition_t *(*list_add)(rd_kafka_topic_partition_list_t *, const char *, int32_t);
+    void (*list_destroy)(rd_kafka_topic_partition_list_t *);
+    int (*assign)(rd_kafka_t *, const rd_kafka_topic_partition_list_t *);
+    int (*position)(rd_kafka_t *, rd_kafka_topic_partition_list_t *);
+    rd_kafka_message_t *(*consumer_poll)(rd_kafka_t *, int);
+    void (*message_destroy)(rd_kafka_message_t *);
+    int64_t (*message_timestamp)(const rd_kafka_message_t *, int *);
+    int (*message_headers)(const rd_kafka_message_t *, rd_kafka_headers_t **);
+    int (*header_get_all)(const rd_kafka_headers_t *, size_t, const char **, const void **, size_t *);
+    int (*consumer_close)(rd_kafka_t *);
+    void (*destroy)(rd_kafka_t *);
+    const char *(*err2str)(int);
+} rk;
+static int rk_loaded = 0;
+
+static PyObject *open_library(PyObject *self, PyObject *args) {
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (lib == NULL) {
+        PyErr_Format(PyExc_OSError, "cannot open librdkafka at %s: %s", path, dlerror());
+        return NULL;
+    }
+#define LOAD(field, symbol)                                                                         \
+    if ((*(void **)&rk.field = dlsym(lib, symbol)) == NULL) {                                       \
+        PyErr_Format(PyExc_OSError, "librdkafka at %s has no %s", path, symbol);                   \
+        return NULL;                                                                                \
+    }
+    LOAD(conf_new, "rd_kafka_conf_new")
+    LOAD(conf_set, "rd_kafka_conf_set")
+    LOAD(conf_destroy, "rd_kafka_conf_destroy")
+    LOAD(new_, "rd_kafka_new")
+    LOAD(poll_set_consumer, "rd_kafka_poll_set_consumer")
+    LOAD(list_new, "rd_kafka_topic_partition_list_new")
+    LOAD(list_add, "rd_kafka_topic_partition_list_add")
+    LOAD(list_destroy, "rd_kafka_topic_partition_list_destroy")
+    LOAD(assign, "rd_kafka_assign")
+    LOAD(position, "rd_kafka_position")
+    LOAD(consumer_poll, "rd_kafka_consumer_poll")
+    LOAD(message_destroy, "rd_kafka_message_destroy")
+    LOAD(message_timestamp, "rd_kafka_message_timestamp")
+    LOAD(message_headers, "rd_kafka_message_headers")
+    LOAD(header_get_all, "rd_kafka_header_get_all")
+    LOAD(consumer_close, "rd_kafka_consumer_close")
+    LOAD(destroy, "rd_kafka_destroy")
+    LOAD(err2str, "rd_kafka_err2str")
+#undef LOAD
+    rk_loaded = 1;
+    Py_RETURN_NONE;
+}
+
+/* A growing byte buffer. `failed` is set once an allocation fails (or a column passes 2 GiB, the
+ * most int32 offsets address), and every later append is a no-op; per thread, as reads on several
+ * threads run at once with the GIL released. */
+typedef struct {
+    char *data;
+    size_t len, cap;
+} Buffer;
+static __thread int failed = 0;
+
+static void append(Buffer *b, const void *src, size_t n) {
+    if (failed || n == 0) return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        char *grown = realloc(b->data, cap);
+        if (grown == NULL) {
+            failed = 1;
+            return;
+        }
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, src, n);
+    b->len += n;
+}
+
+static void append_int32(Buffer *b, int32_t v) { append(b, &v, sizeof v); }
+static void append_int64(Buffer *b, int64_t v) { append(b, &v, sizeof v); }
+
+/* Arrow's validity bitmap: bit i of byte i / 8, least significant first. */
+static void append_bit(Buffer *b, int64_t i, int valid) {
+    if (i % 8 == 0) append(b, "", 1);
+    if (valid && !failed) b->data[i / 8] |= (char)(1 << (i % 8));
+}
+
+/* A variable-length column: validity, int32 offsets (n + 1 of them), data. */
+typedef struct {
+    Buffer validity, offsets, data;
+    int64_t nulls;
+} Binary;
+
+static void binary_init(Binary *c) { append_int32(&c->offsets, 0); }
+
+static void binary_append(Binary *c, int64_t row, const void *src, size_t n, int valid) {
+    append_bit(&c->validity, row, valid);
+    if (!valid) c->nulls++;
+    append(&c->data, src, n);
+    if (c->data.len > INT32_MAX) failed = 1;
+    append_int32(&c->offsets, (int32_t)c->data.len);
+}
+
+static PyObject *buffer_bytes(Buffer *b) { return PyBytes_FromStringAndSize(b->data ? b->data : "", (Py_ssize_t)b->len); }
+static PyObject *binary_tuple(Binary *c) {
+    return Py_BuildValue("(NNNL)", buffer_bytes(&c->validity), buffer_bytes(&c->offsets), buffer_bytes(&c->data), (long long)c->nulls);
+}
+static void binary_free(Binary *c) {
+    free(c->validity.data);
+    free(c->offsets.data);
+    free(c->data.data);
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Outcomes, as read_range in Python names them. */
+enum { READ_OK = 0, READ_OFFSET_OUT_OF_RANGE = 1, READ_KAFKA_ERROR = 2, READ_TIMED_OUT = 3, READ_CONFIG_ERROR = 4, READ_NO_MEMORY = 5 };
+
+/* read_range(settings, topic, partition, start, end, timeout_s) ->
+ *   (status, message, rows, offsets, timestamps, key, value, headers)
+ * settings: a sequence of (name, value) strings for librdkafka; key, value: (validity, offsets,
+ * data, null count); headers: (validity, list offsets, null count, name offsets, name data, value
+ * offsets, value data). */
+static PyObject *read_range(PyObject *self, PyObject *args) {
+    PyObject *settings;
+    const char *topic;
+    int partition;
+    long long start, end;
+    double timeout_s;
+    if (!PyArg_ParseTuple(args, "OsiLLd", &settings, &topic, &partition, &start, &end, &timeout_s)) return NULL;
+    if (!rk_loaded) {
+        PyErr_SetString(PyExc_RuntimeError, "open_library() first");
+        return NULL;
+    }
+    char errstr[512] = "";
+    rd_kafka_conf_t *conf = rk.conf_new();
+    PyObject *items = PySequence_Fast(settings, "settings must be a sequence of (name, value) pairs");
+    if (items == NULL) {
+        rk.conf_destroy(conf);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(items); i++) {
+        const char *name, *value;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(items, i), "ss", &name, &value)) {
+            Py_DECREF(items);
+            rk.conf_destroy(conf);
+            return NULL;
+        }
+        if (rk.conf_set(conf, name, value, errstr, sizeof errstr) != CONF_OK) {
+            Py_DECREF(items);
+            rk.conf_destroy(conf);
+            return Py_BuildValue("(iNL)", READ_CONFIG_ERROR, PyUnicode_DecodeUTF8(errstr, (Py_ssize_t)strlen(errstr), "replace"), 0LL);
+        }
+    }
+    Py_DECREF(items);
+
+    Buffer offsets = {0}, stamps = {0};
+    Binary keys = {0}, values = {0}, names = {0}, header_values = {0};
+    Buffer header_validity = {0}, header_offsets = {0};
+    int64_t rows = 0, header_nulls = 0;
+    int32_t headers_total = 0;
+    int status = READ_OK;
+    char message[1024] = "";
+    failed = 0;
+    binary_init(&keys);
+    binary_init(&values);
+    binary_init(&names);
+    binary_init(&header_values);
+    append_int32(&header_offsets, 0);
+
+    Py_BEGIN_ALLOW_THREADS
+    rd_kafka_t *consumer = rk.new_(CONSUMER, conf, errstr, sizeof errstr);  /* owns conf from here */
+    if (consumer == NULL) {
+        rk.conf_destroy(conf);
+        status = READ_CONFIG_ERROR;
+        snprintf(message, sizeof message, "%s", errstr);
+    } else {
+        rk.poll_set_consumer(consumer);
+        rd_kafka_topic_partition_list_t *assignment = rk.list_new(1);
+        rk.list_add(assignment, topic, partition)->offset = start;
+        int err = rk.assign(consumer, assignment);
+        rk.list_destroy(assignment);
+        if (err != ERR_NO_ERROR) {
+            status = READ_KAFKA_ERROR;
+            snprintf(message, sizeof message, "%s", rk.err2str(err));
+        }
+        double deadline = now_s() + timeout_s;
+        int64_t last = -1, since_position = 0;
+        while (status == READ_OK && end > start) {
+            rd_kafka_message_t *m = rk.consumer_poll(consumer, 100);
+            int check_position = m == NULL;
+            if (m != NULL) {
+                if (m->err == ERR_NO_ERROR) {
+                    if (m->offset >= end) {  /* past the range: its end was a transaction marker or a gap */
+                        rk.message_destroy(m);
+                        break;
+                    }
+                    int type = TIMESTAMP_NOT_AVAILABLE;
+                    int64_t stamp = rk.message_timestamp(m, &type);
+                    append_int64(&offsets, m->offset);
+                    append_int64(&stamps, type == TIMESTAMP_NOT_AVAILABLE ? -1 : stamp);
+                    binary_append(&keys, rows, m->key, m->key ? m->key_len : 0, m->key != NULL);
+                    binary_append(&values, rows, m->payload, m->payload ? m->len : 0, m->payload != NULL);
+                    rd_kafka_headers_t *headers = NULL;
+                    size_t count = 0;
+                    if (rk.message_headers(m, &headers) == ERR_NO_ERROR) {
+                        const char *name;
+                        const void *value;
+                        size_t size;
+                        for (; rk.header_get_all(headers, count, &name, &value, &size) == ERR_NO_ERROR; count++) {
+                            binary_append(&names, headers_total, name, strlen(name), 1);
+                            binary_append(&header_values, headers_total, value, value ? size : 0, 1);
+                            headers_total++;
+                        }
+                    }
+                    append_bit(&header_validity, rows, count > 0);  /* no headers: null, as in Python */
+                    if (count == 0) header_nulls++;
+                    append_int32(&header_offsets, headers_total);
+                    last = m->offset;
+                    rows++;
+                    if (failed) status = READ_NO_MEMORY;
+                } else if (m->err == ERR_PARTITION_EOF) {
+                    check_position = 1;
+                } else if (m->err == ERR_OFFSET_OUT_OF_RANGE || m->err == ERR_AUTO_OFFSET_RESET) {
+                    status = READ_OFFSET_OUT_OF_RANGE;
+                } else {
+                    status = READ_KAFKA_ERROR;
+                    snprintf(message, sizeof message, "%s%s%.*s", rk.err2str(m->err), m->payload ? ": " : "",
+                             m->payload ? (int)(m->len < 512 ? m->len : 512) : 0, m->payload ? (const char *)m->payload : "");
+                }
+                rk.message_destroy(m);
+            }
+            if (status != READ_OK || last >= end - 1) break;
+            if (check_position || ++since_position >= 10000) {
+                since_position = 0;
+                rd_kafka_topic_partition_list_t *where = rk.list_new(1);
+                rd_kafka_topic_partition_t *p = rk.list_add(where, topic, partition);
+                int64_t position = rk.position(consumer, where) == ERR_NO_ERROR ? p->offset : -1;
+                rk.list_destroy(where);
+                if (position >= end) break;
+            }
+            if (now_s() > deadline) status = READ_TIMED_OUT;
+        }
+        rk.consumer_close(consumer);
+        rk.destroy(consumer);
+    }
+    Py_END_ALLOW_THREADS
+
+    PyObject *result;
+    if (failed && status == READ_OK) status = READ_NO_MEMORY;
+    if (status != READ_OK) {
+        /* librdkafka's text may carry a broker's bytes: never fail on them */
+        result = Py_BuildValue("(iNL)", status, PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace"), (long long)rows);
+    } else {
+        result = Py_BuildValue(
+            "(isLNNNN(NNLNNNN))", status, message, (long long)rows, buffer_bytes(&offsets), buffer_bytes(&stamps), binary_tuple(&keys),
+            binary_tuple(&values), buffer_bytes(&header_validity), buffer_bytes(&header_offsets), (long long)header_nulls,
+            buffer_bytes(&names.offsets), buffer_bytes(&names.data), buffer_bytes(&header_values.offsets), buffer_bytes(&header_values.data));
+    }
+    free(offsets.data);
+    free(stamps.data);
+    binary_free(&keys);
+    binary_free(&values);
+    binary_free(&names);
+    binary_free(&header_values);
+    free(header_validity.data);
+    free(header_offsets.data);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"open_library", open_library, METH_VARARGS, "open_library(path): load librdkafka's functions from the shared library at path"},
+    {"read_range", read_range, METH_VARARGS, "read_range(settings, topic, partition, start, end, timeout_s): one offset range as Arrow buffers"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kafka_range", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__kafka_range(void) { return PyModule_Create(&module); }

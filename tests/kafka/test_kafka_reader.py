@@ -1,0 +1,122 @@
+"""The Kafka reader in C (sinks/_internal/kafka_range.c) against the reader through
+confluent-kafka's Message objects, on a real broker: the same records, every column, for every
+format and range, with transactions committed and aborted, null and empty keys, values and
+headers, and bytes that do not decode."""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+import time
+
+import pyarrow as pa
+import pytest
+from confluent_kafka import Producer
+
+from deltastreams.sinks._internal import kafka_arrow
+from deltastreams.sinks.kafka import KafkaTopic, OffsetOutOfRangeError, read_range, watermarks
+
+VALUE_TYPE = pa.struct([("user", pa.string()), ("n", pa.int64())])
+
+
+def _key(rng: random.Random, i: int) -> bytes | None:
+    return rng.choice([None, b"", b"\xff\xfe", f"k{i % 7}".encode(), struct.pack(">q", i)])
+
+
+def _value(rng: random.Random, i: int) -> bytes | None:
+    return rng.choice([None, b"", b"not json", b'{"user": "u1",\n "n": 2}', json.dumps({"user": f"u{i % 5}", "n": i}).encode(), struct.pack(">q", -i)])
+
+
+def _headers(rng: random.Random, i: int):
+    return rng.choice([None, [], [("h", bytes([i % 256]))], [("a", b"1"), ("a", None), ("\u00e9t\u00e9", b"")]])
+
+
+def produce_mixed(broker, topic: str, count: int, seed: int) -> None:
+    """``count`` records over 2 partitions, plain and in transactions (one in four aborted)."""
+    rng = random.Random(seed)
+    plain = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    txn = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": f"{topic}-txn"})
+    txn.init_transactions(30)
+    i = 0
+    while i < count:
+        n = rng.randint(1, 40)
+        mode = rng.choice(["plain", "commit", "commit", "abort"])
+        producer = plain if mode == "plain" else txn
+        if mode != "plain":
+            txn.begin_transaction()
+        for _ in range(n):
+            producer.produce(topic, key=_key(rng, i), value=_value(rng, i), partition=rng.randint(0, 1), timestamp=1_000 + i, headers=_headers(rng, i))
+            i += 1
+        if mode == "commit":
+            txn.commit_transaction(30)
+        elif mode == "abort":
+            txn.abort_transaction(30)
+        else:
+            assert plain.flush(10) == 0
+
+
+FORMATS = [("bytes", "bytes", None), ("string", "string", None), ("string", "json", VALUE_TYPE), ("long", "long", None), ("bytes", "json", None)]
+
+
+def test_the_c_reader_is_built():
+    assert kafka_arrow.reader() is not None, "bin/setup builds the C reader (setup.py's extension); is gcc installed?"
+
+
+@pytest.mark.parametrize("key_format,value_format,value_type", FORMATS)
+def test_the_c_reader_gives_the_python_readers_records(broker, topic_name, key_format, value_format, value_type):
+    broker.create_topic(topic_name, 2)
+    produce_mixed(broker, topic_name, 600, seed=len(topic_name) + len(value_format))
+    topic = KafkaTopic(broker.bootstrap_servers, topic_name, key_format=key_format, value_format=value_format, value_type=value_type)
+    ends = watermarks(topic, [0, 1])
+    rng = random.Random(7)
+    for partition in (0, 1):
+        low, high = ends[partition]
+        ranges = [(low, high), (low, low + 1), (high, high)] + [tuple(sorted(rng.sample(range(low, high + 1), 2))) for _ in range(6)]
+        for start, end in ranges:
+            in_c = read_range(topic, partition, start, end, 30)
+            in_python = read_range(topic, partition, start, end, 30, reader="python")
+            assert in_c.schema == in_python.schema
+            assert in_c.equals(in_python), (partition, start, end, in_c.slice(0, 5).to_pylist(), in_python.slice(0, 5).to_pylist())
+    whole = read_range(topic, 0, *ends[0])
+    assert whole.num_rows > 0 and whole["offset"].to_pylist() == sorted(whole["offset"].to_pylist())
+    assert whole["headers"].null_count < whole.num_rows and whole["key"].null_count > 0
+
+
+def test_a_range_ending_at_a_transaction_marker_ends_without_waiting(broker, topic_name):
+    broker.create_topic(topic_name, 1)
+    txn = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": f"{topic_name}-txn"})
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    for i in range(3):
+        txn.produce(topic_name, key=b"k", value=f"v{i}".encode(), partition=0)
+    txn.commit_transaction(30)
+    topic = KafkaTopic(broker.bootstrap_servers, topic_name)
+    assert watermarks(topic, [0])[0] == (0, 4)  # three records and the commit marker
+    started = time.monotonic()
+    table = read_range(topic, 0, 0, 4, 20)
+    assert time.monotonic() - started < 5
+    assert table["value"].to_pylist() == ["v0", "v1", "v2"]
+
+
+def test_the_c_reader_says_when_offsets_are_gone(broker, topic_name):
+    broker.create_topic(topic_name, 1)
+    Producer({"bootstrap.servers": broker.bootstrap_servers}).produce(topic_name, value=b"x", partition=0)
+    topic = KafkaTopic(broker.bootstrap_servers, topic_name)
+    with pytest.raises(OffsetOutOfRangeError, match=f"'{topic_name}' partition 0: offset 50 is no longer there"):
+        read_range(topic, 0, 50, 60, 20)
+
+
+def test_big_endian_ints_decode_column_wise_around_nulls():
+    raw = pa.array([struct.pack(">q", 5), None, struct.pack(">q", -2**40), None], pa.binary())
+    assert kafka_arrow.decode_column(raw, "long", pa.int64()).to_pylist() == [5, None, -2**40, None]
+    ints = pa.array([struct.pack(">i", -7), struct.pack(">i", 2**31 - 1)], pa.binary())
+    assert kafka_arrow.decode_column(ints, "int", pa.int32()).to_pylist() == [-7, 2**31 - 1]
+    assert kafka_arrow.decode_column(pa.array([b"\x00" * 7], pa.binary()), "long", pa.int64()) is None  # the per-record path names it
+
+
+def test_json_decodes_column_wise_unless_a_record_spans_lines_or_is_null():
+    lines = pa.array([b'{"user": "a", "n": 1}', b'{"n": 2, "extra": true}'], pa.binary())
+    assert kafka_arrow.decode_column(lines, "json", VALUE_TYPE).to_pylist() == [{"user": "a", "n": 1}, {"user": None, "n": 2}]
+    assert kafka_arrow.decode_column(pa.array([b'{"n":\n1}'], pa.binary()), "json", VALUE_TYPE) is None
+    assert kafka_arrow.decode_column(pa.array([b'{"n": 1}', None], pa.binary()), "json", VALUE_TYPE) is None
