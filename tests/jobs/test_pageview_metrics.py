@@ -16,14 +16,17 @@ EVENTS = 4000
 
 
 def wait_until_caught_up(port: int, processed: int, timeout_s: float = 180) -> dict:
-    """Scrapes until sub-topology 0 has processed ``processed`` records and no input record is
-    behind; returns that scrape."""
+    """Scrapes until sub-topology 0 has processed ``processed`` records, no input record is behind
+    and sub-topology 1 has processed every record sub-topology 0 repartitioned (it commits its batch
+    after sub-topology 0's, so a scrape between the two sees it one batch behind); returns that scrape."""
     samples: dict = {}
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         samples = scrape(port)
         lags = [v for k, v in samples.items() if k[0] == "deltastreams_records_lag"]
-        if sample(samples, "deltastreams_process_records_total", subtopology="0") == processed and lags and not any(lags):
+        repartitioned = sample(samples, "deltastreams_output_records_total", subtopology="0")
+        downstream_done = sample(samples, "deltastreams_process_records_total", subtopology="1") == repartitioned
+        if sample(samples, "deltastreams_process_records_total", subtopology="0") == processed and lags and not any(lags) and downstream_done:
             return samples
         time.sleep(0.2)
     pytest.fail(f"the job did not catch up in {timeout_s} s; last scrape: {samples}")
