@@ -38,7 +38,9 @@ class RetentionConfig:
     optimize_interval: timedelta = timedelta(minutes=1)
     """How often small files of sink topics are merged."""
     optimize_min_files: int = 10
-    """A partition of a sink topic is optimized once it has this many files."""
+    """A partition of a sink topic is optimized once it has this many files, and then this many
+    files of one size class (sizes within this factor of each other) lying together are merged
+    into one: size tiers, so a record is rewritten about once per class, not at every optimize."""
     optimize_target_file_bytes: int = 64 * 1024 * 1024
     """Size of the files optimize writes; files at least this large are left alone."""
     sink_retention: timedelta | None = None

@@ -41,6 +41,7 @@ from deltastreams.sinks._internal.files import PARTITION, DataFile, data_files, 
 from deltastreams.sinks._internal.log_commit import checkpoint_interval, delete_info, optimize_info
 from deltastreams.sinks._internal.log_expiry import REMOVED_FILE_RETENTION_PROPERTY, interval_text
 from deltastreams.sinks._internal.log_files import delete_files, list_log, removed_files
+from deltastreams.sinks._internal.small_files import FAN_IN, runs_to_merge
 from deltastreams.sinks.topics import TopicLayout
 from deltastreams.sinks.transaction import DecidedBatch, TransactionLog
 
@@ -385,21 +386,32 @@ def optimize_files(
     min_files: int,
     target_file_bytes: int,
     consumed: Mapping[int, int] | None = None,
+    fan_in: int = FAN_IN,
     on_step: OnStep = None,
 ) -> RetentionResult:
     """In every partition with at least ``min_files`` files, merge runs of consecutive files
-    smaller than ``target_file_bytes`` into files of at most about that size: the same records,
-    offsets and order, added with ``dataChange = false``. ``consumed`` (first offset not yet
-    consumed, per partition) leaves files a reader inside the application has not read alone.
-    :func:`prepare_optimize`, then :func:`commit_rewrite`."""
-    prepared = prepare_optimize(table, min_files=min_files, target_file_bytes=target_file_bytes, consumed=consumed, on_step=on_step)
+    smaller than ``target_file_bytes`` into files of at most about that size, size class by size
+    class (:func:`~deltastreams.sinks._internal.small_files.runs_to_merge`: ``fan_in`` files of
+    one class at a time, so a record is rewritten once per class, not at every optimize as when
+    the growing last file took in every new small file: the 2-hour soak of issue 42 rewrote its
+    whole sink, 2.5M records, every minute): the same records, offsets and order, added with
+    ``dataChange = false``. ``consumed`` (first offset not yet consumed, per partition) leaves
+    files a reader inside the application has not read alone. :func:`prepare_optimize`, then
+    :func:`commit_rewrite`."""
+    prepared = prepare_optimize(table, min_files=min_files, target_file_bytes=target_file_bytes, consumed=consumed, fan_in=fan_in, on_step=on_step)
     if prepared is None:
         return RetentionResult(Step.OPTIMIZE, table_location(table))
     return commit_rewrite(table, prepared, on_step=on_step)
 
 
 def prepare_optimize(
-    table: DeltaTable, *, min_files: int, target_file_bytes: int, consumed: Mapping[int, int] | None = None, on_step: OnStep = None
+    table: DeltaTable,
+    *,
+    min_files: int,
+    target_file_bytes: int,
+    consumed: Mapping[int, int] | None = None,
+    fan_in: int = FAN_IN,
+    on_step: OnStep = None,
 ) -> PreparedRewrite | None:
     """The merged files of ``table`` (a snapshot), written; None when nothing is to merge."""
     uri = table_location(table)
@@ -409,7 +421,7 @@ def prepare_optimize(
         if len(mine) < min_files:
             continue
         eligible = mine if consumed is None else [f for f in mine if f.max_offset < consumed.get(partition, 0)]
-        bins += [b for b in _bins(eligible, target_file_bytes) if len(b) > 1]
+        bins += runs_to_merge(eligible, fan_in=fan_in, target_file_bytes=target_file_bytes)
     written: dict[int, DataFile] = {}
     for i, run in enumerate(bins):
         rows = pa.concat_tables([read_rows(uri, f.path, file_schema) for f in run])
@@ -421,20 +433,6 @@ def prepare_optimize(
     return PreparedRewrite(
         Step.OPTIMIZE, uri, removed=removed, written=written, partitions=tuple(run[0].partition for run in bins), records_before=sum(f.num_records for f in removed)
     )
-
-
-def _bins(files: list[DataFile], target: int) -> list[list[DataFile]]:
-    """Consecutive files below ``target`` bytes, grouped greedily into runs of at most ``target``."""
-    bins: list[list[DataFile]] = [[]]
-    size = 0
-    for f in files:
-        if f.size >= target or (bins[-1] and size + f.size > target):
-            bins.append([])
-            size = 0
-        if f.size < target:
-            bins[-1].append(f)
-            size += f.size
-    return [b for b in bins if b]
 
 
 # -- orphans and removed files -----------------------------------------------------------------------

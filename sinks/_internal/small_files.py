@@ -4,12 +4,14 @@ table's file count (and with it every checkpoint and every load of the table) st
 A writer appending 10 times a second to 2 partitions adds 72,000 files an hour; a checkpoint
 holds every one of them (12 MB at 44,000 files, ~250 ms to load and write here), and at a
 million versions it would take seconds. So at each checkpoint the writer merges, per partition,
-runs of at least ``fan_in`` consecutive files of one size class (sizes within a factor ``fan_in``
-of each other) into files of up to ``target_file_bytes``: a size-tiered scheme, in which a record
-is rewritten about log_fan_in(target / first file size) times (4 times from 5 KB files to 64 MB),
-instead of the growing last file being rewritten at every run as a merge of every small file
-would. The file count then stays below about ``min_files`` per partition plus ``fan_in`` per size
-class, plus the data over ``target_file_bytes``.
+runs of consecutive files holding at least ``fan_in`` files of one size class (sizes within a
+factor ``fan_in`` of each other; smaller files between them go along) into files of up to
+``target_file_bytes``: a size-tiered scheme, in which a record is rewritten about
+log_fan_in(target / first file size) times (4 times from 5 KB files to 64 MB), instead of the
+growing last file being rewritten at every run as a merge of every small file would. The file
+count then stays below about ``min_files`` per partition plus ``fan_in`` per size class, plus the
+data over ``target_file_bytes``. The application's optimize of its sink topics
+(:mod:`deltastreams.sinks.retention`) picks its files the same way.
 
 Merged files are rewrites: the same records at the same offsets, added with ``dataChange =
 false`` (incremental readers, ours and delta-spark's, never read them again), committed as
@@ -56,28 +58,43 @@ def size_class(size: int, fan_in: int) -> int:
 
 
 def runs_to_merge(files: list[DataFile], *, fan_in: int, target_file_bytes: int) -> list[list[DataFile]]:
-    """One partition's files (offset order): runs of at least ``fan_in`` consecutive files of one
-    size class below ``target_file_bytes``, cut into groups of at most that many bytes."""
-    runs: list[list[DataFile]] = []
-    run: list[DataFile] = []
-    for f in files:
-        mergeable = 0 <= f.size < target_file_bytes and f.min_offset >= 0
-        if run and (not mergeable or size_class(f.size, fan_in) != size_class(run[0].size, fan_in)):
-            runs.append(run)
-            run = []
-        if mergeable:
-            run.append(f)
-    runs.append(run)
+    """One partition's files (offset order): the groups to merge, each of at most
+    ``target_file_bytes``.
+
+    Size class by size class, smallest first: a run of consecutive mergeable files (with offsets,
+    below the target, not already taken by a smaller class) all of this class or smaller is merged
+    once it holds ``fan_in`` files of this class. A merge lifts its records at least one class,
+    so a record is rewritten once per class at most; and a smaller file between files of one class
+    (a batch that wrote less) goes with them instead of splitting their run for ever, which it did
+    when a run had to be of one class only."""
+    sizes = [size_class(f.size, fan_in) if 0 <= f.size < target_file_bytes and f.min_offset >= 0 else None for f in files]
+    taken = [False] * len(files)
     groups: list[list[DataFile]] = []
-    for run in (r for r in runs if len(r) >= fan_in):
-        group: list[DataFile] = []
-        for f in run:
-            if group and sum(g.size for g in group) + f.size > target_file_bytes:
-                groups.append(group)
-                group = []
-            group.append(f)
-        groups.append(group)
-    return [g for g in groups if len(g) > 1]
+    for level in sorted({c for c in sizes if c is not None}):
+        run: list[int] = []
+        for i in [*range(len(files)), None]:  # None: the end closes the last run
+            if i is not None and not taken[i] and sizes[i] is not None and sizes[i] <= level:
+                run.append(i)
+                continue
+            if sum(sizes[j] == level for j in run) >= fan_in:
+                groups += _cut(files, run, target_file_bytes)
+                for j in run:
+                    taken[j] = True
+            run = []
+    return sorted((g for g in groups if len(g) > 1), key=lambda g: g[0].min_offset)
+
+
+def _cut(files: list[DataFile], run: list[int], target_file_bytes: int) -> list[list[DataFile]]:
+    """The run's files in groups of consecutive files of at most ``target_file_bytes`` together."""
+    groups: list[list[DataFile]] = [[]]
+    size = 0
+    for j in run:
+        if groups[-1] and size + files[j].size > target_file_bytes:
+            groups.append([])
+            size = 0
+        groups[-1].append(files[j])
+        size += files[j].size
+    return groups
 
 
 def merge_small_files(

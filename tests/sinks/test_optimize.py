@@ -1,3 +1,5 @@
+import random
+import string
 from datetime import timedelta
 
 import pyarrow.compute as pc
@@ -54,7 +56,7 @@ def test_optimize_writes_files_of_about_the_target_size(tmp_path):
 def test_optimize_leaves_files_not_yet_consumed_and_partitions_with_few_files_alone(tmp_path):
     topic = small_files(tmp_path, batches=6)
     unread = {f.path for f in snapshot_files(topic.delta_table()) if f.partition == 0 and f.max_offset >= 9}
-    optimize_files(topic.delta_table(), min_files=5, target_file_bytes=BIG, consumed={0: 9, 1: 0})
+    optimize_files(topic.delta_table(), min_files=5, target_file_bytes=BIG, consumed={0: 9, 1: 0}, fan_in=3)
     paths = snapshot_paths(topic.uri)
     assert unread <= paths
     assert per_partition(topic) == {0: 1 + len(unread), 1: 6}
@@ -62,12 +64,30 @@ def test_optimize_leaves_files_not_yet_consumed_and_partitions_with_few_files_al
     assert result.version is None and snapshot_paths(topic.uri) == paths
 
 
+def test_optimizes_one_after_another_rewrite_a_record_once_per_size_class_not_every_time(tmp_path):
+    # The job optimizes its sinks every minute. Merging every small file into the growing last one
+    # rewrote the whole sink each time (the 2-hour soak of issue 42: 2.5M records a minute, and
+    # growing); size classes rewrite a record about once per class.
+    topic = sink(tmp_path, partitions=1)
+    rng = random.Random(7)
+    appends, per_append, rewritten = 48, 20, 0
+    for a in range(appends):
+        payload = [("".join(rng.choices(string.ascii_letters, k=500)), a * per_append + i, 0, a) for i in range(per_append)]
+        append_values(topic, payload)  # ~11 KB, class 1 of fan-in 4
+        result = optimize_files(topic.delta_table(), min_files=2, target_file_bytes=BIG, fan_in=4)
+        rewritten += result.records_before
+    total = appends * per_append
+    assert rewritten <= 2 * total  # 48 appends: two classes up (a merge of all at every step: ~24x)
+    assert topic.read()["value"].to_pylist() == list(range(total))  # same records, same order
+    assert len(snapshot_files(topic.delta_table())) < 4 * 3  # fewer than fan-in per class
+
+
 def test_an_optimize_racing_the_applications_commit_fails_cleanly(tmp_path):
     topic = small_files(tmp_path, batches=6)
     stale = topic.delta_table()
     append_values(topic, [("late", 1, 0, 1)])
     on_disk, version = files_on_disk(topic.uri), topic.version()
-    result = optimize_files(stale, min_files=2, target_file_bytes=BIG)
+    result = optimize_files(stale, min_files=2, target_file_bytes=BIG, fan_in=3)
     assert result.conflict and result.version is None
     assert topic.version() == version and files_on_disk(topic.uri) == on_disk
 

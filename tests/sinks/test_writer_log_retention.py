@@ -137,6 +137,8 @@ def test_runs_of_one_size_class_merge_and_the_rest_wait():
     assert runs_to_merge(mixed, fan_in=10, target_file_bytes=64 << 20) == [mixed[10:]]  # the 9 middle ones wait for a tenth
     unordered = files(5_000, 5_000, 5_000) + [DataFile("foreign", 0, 1, -1, -1, size=5_000)] + files(5_000, 5_000, 5_000, start=10)
     assert runs_to_merge(unordered, fan_in=3, target_file_bytes=64 << 20) == [unordered[:3], unordered[4:]]  # never across a file without offsets
+    straggler = files(*[50_000] * 5, 5_000, *[50_000] * 5)
+    assert runs_to_merge(straggler, fan_in=10, target_file_bytes=64 << 20) == [straggler]  # a smaller file between them goes along
     capped = files(*[400] * 10)
     assert [len(g) for g in runs_to_merge(capped, fan_in=10, target_file_bytes=1_000)] == [2, 2, 2, 2, 2]
 

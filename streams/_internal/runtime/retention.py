@@ -141,7 +141,11 @@ class Retention(threading.Thread):
             if not self.registry.exists(topic):
                 continue
             prepared = prepare_optimize(
-                self._snapshot(topic), min_files=self.config.optimize_min_files, target_file_bytes=self.config.optimize_target_file_bytes, on_step=crash_point
+                self._snapshot(topic),
+                min_files=self.config.optimize_min_files,
+                target_file_bytes=self.config.optimize_target_file_bytes,
+                fan_in=self.config.optimize_min_files,
+                on_step=crash_point,
             )
             if prepared is not None:
                 with self.lock:
