@@ -556,6 +556,9 @@ class StreamsApp:
             self.kafka_mirror.close()
         if self.kafka is not None:
             self.kafka.close()
+            from deltastreams.sinks.kafka import close_readers  # here: Kafka's modules cost start-up to import
+
+            close_readers()  # the driver's own reads' consumers; each task host closes its own as it exits
         self._stop_heartbeat()
         self.progress.finish()
 

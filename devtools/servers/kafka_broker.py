@@ -30,6 +30,7 @@ from pathlib import Path
 
 from deltastreams.devtools.servers.jvm import JvmUnavailable, classpath, java
 from deltastreams.devtools.servers.process_tree import terminate
+from deltastreams.sinks.kafka import close_readers
 
 KAFKA_VERSION = "4.3.1"  # jvm/pom.xml's kafka.version
 
@@ -170,6 +171,7 @@ class KafkaBroker:
             time.sleep(0.1)
 
     def stop(self) -> None:
+        close_readers()  # this process's kept consumers would go on trying to reconnect
         terminate(self.process, grace_s=15)
         if self.owns_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)

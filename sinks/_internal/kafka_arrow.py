@@ -15,10 +15,12 @@ records it rejects.
 
 from __future__ import annotations
 
+import atexit
 import ctypes.util
 import io
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,6 +115,57 @@ def native_settings(settings: Mapping[str, Any]) -> list[tuple[str, str]] | None
     return pairs
 
 
+class _Consumers:
+    """The C reader's consumers between reads, one per (settings, topic, partition): a task's next
+    range starts where its last ended, so a kept consumer has most of it fetched already and needs
+    no new client, connection and metadata (at a 100 ms commit interval, most of a read's time).
+    A consumer is taken out while it reads (one reader at a time); one idle for
+    :data:`IDLE_CLOSE_S` (its task moved elsewhere) is closed at the next read of this process,
+    the rest at exit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: dict[tuple, tuple[Any, float]] = {}
+
+    def take(self, key: tuple) -> Any:
+        with self._lock:
+            held = self._idle.pop(key, None)
+            stale = self._stale()
+        self._close(stale)
+        return None if held is None else held[0]
+
+    def give_back(self, key: tuple, consumer: Any) -> None:
+        with self._lock:
+            extra = self._idle.pop(key, None)  # another thread read the same partition meanwhile
+            self._idle[key] = (consumer, time.monotonic())
+        self._close([extra[0]] if extra else [])
+
+    def close_all(self) -> None:
+        with self._lock:
+            idle, self._idle = [c for c, _ in self._idle.values()], {}
+        self._close(idle)
+
+    def _stale(self) -> list:
+        now = time.monotonic()
+        stale = [key for key, (_, since) in self._idle.items() if now - since > IDLE_CLOSE_S]
+        return [self._idle.pop(key)[0] for key in stale]
+
+    @staticmethod
+    def _close(consumers: list) -> None:
+        for consumer in consumers:
+            _reader.close_consumer(consumer)
+
+
+IDLE_CLOSE_S = 60.0
+_consumers = _Consumers()
+atexit.register(_consumers.close_all)
+
+
+def close_consumers() -> None:
+    """Close every consumer kept between reads in this process."""
+    _consumers.close_all()
+
+
 def read_raw(settings: Mapping[str, Any], topic: str, partition: int, start: int, end: int, timeout_s: float) -> RawRecords | None:
     """The records of ``partition`` with offsets in ``[start, end)``; None when the C reader cannot
     read it (not built, settings it cannot pass, a range over 2 GiB): then read it in Python."""
@@ -120,14 +173,25 @@ def read_raw(settings: Mapping[str, Any], topic: str, partition: int, start: int
     pairs = native_settings(settings)
     if native is None or pairs is None:
         return None
-    status, detail, rows, *columns = native.read_range(pairs, topic, partition, start, end, timeout_s)
+    key = (tuple(pairs), topic, partition)
+    consumer = _consumers.take(key)
+    if consumer is None:
+        status, detail, consumer = native.open_consumer(pairs, topic, partition)
+        if status != _OK:  # a setting librdkafka refused: Python says which
+            log.info("Kafka reader in C gave up on %s[%d]: %s", topic, partition, detail)
+            return None
+    status, detail, rows, *columns = native.read(consumer, start, end, timeout_s)
+    if status == _OK:
+        _consumers.give_back(key, consumer)
+    else:
+        native.close_consumer(consumer)  # assigned afresh next time, like any new consumer
     if status == _OFFSET_OUT_OF_RANGE:
         raise RangeReadError("offset_out_of_range", detail, rows)
     if status == _KAFKA_ERROR:
         raise RangeReadError("kafka", detail, rows)
     if status == _TIMED_OUT:
         raise RangeReadError("timed_out", detail, rows)
-    if status != _OK:  # a setting librdkafka refused, or a column over int32 offsets: Python says which
+    if status != _OK:  # a column over int32 offsets: Python reads it
         log.info("Kafka reader in C gave up on %s[%d] [%d, %d): %s", topic, partition, start, end, detail or "too large")
         return None
     offsets, stamps, keys, values, headers = columns

@@ -3,7 +3,9 @@
  * What sinks/kafka.py's read_range does, in C: librdkafka's consumer (the library the
  * confluent-kafka wheel bundles, opened with dlopen by its path, so nothing is linked at build
  * time), assigned at the range's start, read_committed, polled until the consumer's position
- * reaches the range's end; each record's offset, timestamp, key, value and headers appended to
+ * reaches the range's end, and kept for the partition's next range (which starts where this one
+ * ended: librdkafka fetches it while the batch is processed); each record's offset, timestamp,
+ * key, value and headers appended to
  * growing buffers laid out as Arrow's (validity bitmaps, int32 offsets, data). Python receives one
  * bytes object per buffer and wraps them as Arrow arrays without copying them
  * (sinks/_internal/kafka_arrow.py). The GIL is released while polling.
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* librdkafka's public ABI (rdkafka.h), only what this file uses. */
 typedef struct rd_kafka_s rd_kafka_t;
@@ -185,18 +188,51 @@ static double now_s(void) {
 /* Outcomes, as read_range in Python names them. */
 enum { READ_OK = 0, READ_OFFSET_OUT_OF_RANGE = 1, READ_KAFKA_ERROR = 2, READ_TIMED_OUT = 3, READ_CONFIG_ERROR = 4, READ_NO_MEMORY = 5 };
 
-/* read_range(settings, topic, partition, start, end, timeout_s) ->
- *   (status, message, rows, offsets, timestamps, key, value, headers)
- * settings: a sequence of (name, value) strings for librdkafka; key, value: (validity, offsets,
- * data, null count); headers: (validity, list offsets, null count, name offsets, name data, value
- * offsets, value data). */
-static PyObject *read_range(PyObject *self, PyObject *args) {
+/* A consumer of one partition, kept between reads: librdkafka goes on fetching the records after
+ * a range while the batch that read it is processed, so the next range (which starts where this
+ * one ended) is mostly in its queue already, and no read pays for a client, a connection and
+ * metadata. A record polled past a range's end is kept for the next read. */
+typedef struct {
+    rd_kafka_t *rk;
+    char *topic;
+    int partition;
+    int64_t next;                  /* the offset the next read continues from; -1: assign first */
+    rd_kafka_message_t *pending;   /* polled past the last range's end */
+    pid_t pid;                     /* the process whose threads the client runs on */
+} Consumer;
+
+static const char *CAPSULE = "deltastreams.kafka_range.Consumer";
+
+/* Leave the partition and free the client (a closed consumer has rk NULL). */
+static void consumer_release(Consumer *c) {
+    if (c->pid != getpid()) c->rk = NULL, c->pending = NULL;  /* a forked copy: its threads are not here; left as is */
+    if (c->pending) rk.message_destroy(c->pending);
+    c->pending = NULL;
+    if (c->rk) {
+        rk.consumer_close(c->rk);
+        rk.destroy(c->rk);
+    }
+    c->rk = NULL;
+}
+
+static void consumer_free(Consumer *c) {
+    consumer_release(c);
+    free(c->topic);
+    free(c);
+}
+
+static void capsule_destructor(PyObject *capsule) {
+    Consumer *c = PyCapsule_GetPointer(capsule, CAPSULE);
+    if (c != NULL) consumer_free(c);
+}
+
+/* open_consumer(settings, topic, partition) -> (status, message, consumer or None)
+ * settings: a sequence of (name, value) strings for librdkafka. */
+static PyObject *open_consumer(PyObject *self, PyObject *args) {
     PyObject *settings;
     const char *topic;
     int partition;
-    long long start, end;
-    double timeout_s;
-    if (!PyArg_ParseTuple(args, "OsiLLd", &settings, &topic, &partition, &start, &end, &timeout_s)) return NULL;
+    if (!PyArg_ParseTuple(args, "Osi", &settings, &topic, &partition)) return NULL;
     if (!rk_loaded) {
         PyErr_SetString(PyExc_RuntimeError, "open_library() first");
         return NULL;
@@ -218,128 +254,213 @@ static PyObject *read_range(PyObject *self, PyObject *args) {
         if (rk.conf_set(conf, name, value, errstr, sizeof errstr) != CONF_OK) {
             Py_DECREF(items);
             rk.conf_destroy(conf);
-            return Py_BuildValue("(iNL)", READ_CONFIG_ERROR, PyUnicode_DecodeUTF8(errstr, (Py_ssize_t)strlen(errstr), "replace"), 0LL);
+            return Py_BuildValue("(iNO)", READ_CONFIG_ERROR, PyUnicode_DecodeUTF8(errstr, (Py_ssize_t)strlen(errstr), "replace"), Py_None);
         }
     }
     Py_DECREF(items);
-
-    Buffer offsets = {0}, stamps = {0};
-    Binary keys = {0}, values = {0}, names = {0}, header_values = {0};
-    Buffer header_validity = {0}, header_offsets = {0};
-    int64_t rows = 0, header_nulls = 0;
-    int32_t headers_total = 0;
-    int status = READ_OK;
-    char message[1024] = "";
-    failed = 0;
-    binary_init(&keys);
-    binary_init(&values);
-    binary_init(&names);
-    binary_init(&header_values);
-    append_int32(&header_offsets, 0);
-
-    Py_BEGIN_ALLOW_THREADS
-    rd_kafka_t *consumer = rk.new_(CONSUMER, conf, errstr, sizeof errstr);  /* owns conf from here */
-    if (consumer == NULL) {
+    Consumer *c = calloc(1, sizeof *c);
+    char *name = strdup(topic);
+    if (c == NULL || name == NULL) {
+        free(c);
+        free(name);
         rk.conf_destroy(conf);
-        status = READ_CONFIG_ERROR;
-        snprintf(message, sizeof message, "%s", errstr);
-    } else {
-        rk.poll_set_consumer(consumer);
+        return PyErr_NoMemory();
+    }
+    c->topic = name;
+    c->partition = partition;
+    c->next = -1;
+    c->pid = getpid();
+    Py_BEGIN_ALLOW_THREADS
+    c->rk = rk.new_(CONSUMER, conf, errstr, sizeof errstr);  /* owns conf from here */
+    if (c->rk == NULL) rk.conf_destroy(conf);
+    else rk.poll_set_consumer(c->rk);
+    Py_END_ALLOW_THREADS
+    if (c->rk == NULL) {
+        consumer_free(c);
+        return Py_BuildValue("(iNO)", READ_CONFIG_ERROR, PyUnicode_DecodeUTF8(errstr, (Py_ssize_t)strlen(errstr), "replace"), Py_None);
+    }
+    PyObject *capsule = PyCapsule_New(c, CAPSULE, capsule_destructor);
+    if (capsule == NULL) {
+        consumer_free(c);
+        return NULL;
+    }
+    return Py_BuildValue("(isN)", READ_OK, "", capsule);
+}
+
+/* close_consumer(consumer): leave the partition and free the client now (else when the capsule
+ * is collected). */
+static PyObject *close_consumer(PyObject *self, PyObject *args) {
+    PyObject *capsule;
+    if (!PyArg_ParseTuple(args, "O", &capsule)) return NULL;
+    Consumer *c = PyCapsule_GetPointer(capsule, CAPSULE);
+    if (c == NULL) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    consumer_release(c);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* Columns of one range being read. */
+typedef struct {
+    Buffer offsets, stamps;
+    Binary keys, values, names, header_values;
+    Buffer header_validity, header_offsets;
+    int64_t rows, header_nulls;
+    int32_t headers_total;
+} Columns;
+
+static void columns_init(Columns *r) {
+    memset(r, 0, sizeof *r);
+    binary_init(&r->keys);
+    binary_init(&r->values);
+    binary_init(&r->names);
+    binary_init(&r->header_values);
+    append_int32(&r->header_offsets, 0);
+}
+
+static void columns_free(Columns *r) {
+    free(r->offsets.data);
+    free(r->stamps.data);
+    binary_free(&r->keys);
+    binary_free(&r->values);
+    binary_free(&r->names);
+    binary_free(&r->header_values);
+    free(r->header_validity.data);
+    free(r->header_offsets.data);
+}
+
+static void columns_append(Columns *r, const rd_kafka_message_t *m) {
+    int type = TIMESTAMP_NOT_AVAILABLE;
+    int64_t stamp = rk.message_timestamp(m, &type);
+    append_int64(&r->offsets, m->offset);
+    append_int64(&r->stamps, type == TIMESTAMP_NOT_AVAILABLE ? -1 : stamp);
+    binary_append(&r->keys, r->rows, m->key, m->key ? m->key_len : 0, m->key != NULL);
+    binary_append(&r->values, r->rows, m->payload, m->payload ? m->len : 0, m->payload != NULL);
+    rd_kafka_headers_t *headers = NULL;
+    size_t count = 0;
+    if (rk.message_headers(m, &headers) == ERR_NO_ERROR) {
+        const char *name;
+        const void *value;
+        size_t size;
+        for (; rk.header_get_all(headers, count, &name, &value, &size) == ERR_NO_ERROR; count++) {
+            binary_append(&r->names, r->headers_total, name, strlen(name), 1);
+            binary_append(&r->header_values, r->headers_total, value, value ? size : 0, 1);
+            r->headers_total++;
+        }
+    }
+    append_bit(&r->header_validity, r->rows, count > 0);  /* no headers: null, as in Python */
+    if (count == 0) r->header_nulls++;
+    append_int32(&r->header_offsets, r->headers_total);
+    r->rows++;
+}
+
+static int64_t position(Consumer *c) {
+    rd_kafka_topic_partition_list_t *where = rk.list_new(1);
+    rd_kafka_topic_partition_t *p = rk.list_add(where, c->topic, c->partition);
+    int64_t at = rk.position(c->rk, where) == ERR_NO_ERROR ? p->offset : -1;
+    rk.list_destroy(where);
+    return at;
+}
+
+/* Poll [start, end) into r, with the GIL released; READ_OK or why not, detail in message. */
+static int poll_range(Consumer *c, int64_t start, int64_t end, double timeout_s, Columns *r, char *message, size_t size) {
+    if (c->next != start) {  /* a first read, or not where the last one ended: (re)assign at start */
+        if (c->pending) {
+            rk.message_destroy(c->pending);
+            c->pending = NULL;
+        }
         rd_kafka_topic_partition_list_t *assignment = rk.list_new(1);
-        rk.list_add(assignment, topic, partition)->offset = start;
-        int err = rk.assign(consumer, assignment);
+        rk.list_add(assignment, c->topic, c->partition)->offset = start;
+        int err = rk.assign(c->rk, assignment);
         rk.list_destroy(assignment);
         if (err != ERR_NO_ERROR) {
-            status = READ_KAFKA_ERROR;
-            snprintf(message, sizeof message, "%s", rk.err2str(err));
+            snprintf(message, size, "%s", rk.err2str(err));
+            return READ_KAFKA_ERROR;
         }
-        double deadline = now_s() + timeout_s;
-        int64_t last = -1, since_position = 0;
-        while (status == READ_OK && end > start) {
-            rd_kafka_message_t *m = rk.consumer_poll(consumer, 100);
-            int check_position = m == NULL;
-            if (m != NULL) {
-                if (m->err == ERR_NO_ERROR) {
-                    if (m->offset >= end) {  /* past the range: its end was a transaction marker or a gap */
-                        rk.message_destroy(m);
-                        break;
-                    }
-                    int type = TIMESTAMP_NOT_AVAILABLE;
-                    int64_t stamp = rk.message_timestamp(m, &type);
-                    append_int64(&offsets, m->offset);
-                    append_int64(&stamps, type == TIMESTAMP_NOT_AVAILABLE ? -1 : stamp);
-                    binary_append(&keys, rows, m->key, m->key ? m->key_len : 0, m->key != NULL);
-                    binary_append(&values, rows, m->payload, m->payload ? m->len : 0, m->payload != NULL);
-                    rd_kafka_headers_t *headers = NULL;
-                    size_t count = 0;
-                    if (rk.message_headers(m, &headers) == ERR_NO_ERROR) {
-                        const char *name;
-                        const void *value;
-                        size_t size;
-                        for (; rk.header_get_all(headers, count, &name, &value, &size) == ERR_NO_ERROR; count++) {
-                            binary_append(&names, headers_total, name, strlen(name), 1);
-                            binary_append(&header_values, headers_total, value, value ? size : 0, 1);
-                            headers_total++;
-                        }
-                    }
-                    append_bit(&header_validity, rows, count > 0);  /* no headers: null, as in Python */
-                    if (count == 0) header_nulls++;
-                    append_int32(&header_offsets, headers_total);
-                    last = m->offset;
-                    rows++;
-                    if (failed) status = READ_NO_MEMORY;
-                } else if (m->err == ERR_PARTITION_EOF) {
-                    check_position = 1;
-                } else if (m->err == ERR_OFFSET_OUT_OF_RANGE || m->err == ERR_AUTO_OFFSET_RESET) {
-                    status = READ_OFFSET_OUT_OF_RANGE;
-                } else {
-                    status = READ_KAFKA_ERROR;
-                    snprintf(message, sizeof message, "%s%s%.*s", rk.err2str(m->err), m->payload ? ": " : "",
-                             m->payload ? (int)(m->len < 512 ? m->len : 512) : 0, m->payload ? (const char *)m->payload : "");
-                }
-                rk.message_destroy(m);
-            }
-            if (status != READ_OK || last >= end - 1) break;
-            if (check_position || ++since_position >= 10000) {
-                since_position = 0;
-                rd_kafka_topic_partition_list_t *where = rk.list_new(1);
-                rd_kafka_topic_partition_t *p = rk.list_add(where, topic, partition);
-                int64_t position = rk.position(consumer, where) == ERR_NO_ERROR ? p->offset : -1;
-                rk.list_destroy(where);
-                if (position >= end) break;
-            }
-            if (now_s() > deadline) status = READ_TIMED_OUT;
-        }
-        rk.consumer_close(consumer);
-        rk.destroy(consumer);
+        c->next = start;
     }
+    double deadline = now_s() + timeout_s;
+    int64_t since_position = 0;
+    while (1) {
+        rd_kafka_message_t *m = c->pending ? c->pending : rk.consumer_poll(c->rk, 100);
+        c->pending = NULL;
+        int check_position = m == NULL;
+        if (m != NULL) {
+            if (m->err == ERR_NO_ERROR) {
+                if (m->offset >= end) {  /* past the range (its end was a transaction marker or a gap): the next one's */
+                    c->pending = m;
+                    return READ_OK;
+                }
+                if (m->offset >= start) columns_append(r, m);
+                int64_t offset = m->offset;
+                rk.message_destroy(m);
+                if (failed) return READ_NO_MEMORY;
+                if (offset >= end - 1) return READ_OK;
+            } else if (m->err == ERR_PARTITION_EOF) {
+                rk.message_destroy(m);
+                check_position = 1;
+            } else {
+                int status = m->err == ERR_OFFSET_OUT_OF_RANGE || m->err == ERR_AUTO_OFFSET_RESET ? READ_OFFSET_OUT_OF_RANGE : READ_KAFKA_ERROR;
+                snprintf(message, size, "%s%s%.*s", rk.err2str(m->err), m->payload ? ": " : "",
+                         m->payload ? (int)(m->len < 512 ? m->len : 512) : 0, m->payload ? (const char *)m->payload : "");
+                rk.message_destroy(m);
+                return status;
+            }
+        }
+        if (check_position || ++since_position >= 10000) {
+            since_position = 0;
+            if (position(c) >= end) return READ_OK;
+        }
+        if (now_s() > deadline) return READ_TIMED_OUT;
+    }
+}
+
+/* read(consumer, start, end, timeout_s) ->
+ *   (status, message, rows, offsets, timestamps, key, value, headers)
+ * key, value: (validity, offsets, data, null count); headers: (validity, list offsets, null
+ * count, name offsets, name data, value offsets, value data). After anything but READ_OK, the
+ * consumer assigns afresh at its next read. */
+static PyObject *read_records(PyObject *self, PyObject *args) {
+    PyObject *capsule;
+    long long start, end;
+    double timeout_s;
+    if (!PyArg_ParseTuple(args, "OLLd", &capsule, &start, &end, &timeout_s)) return NULL;
+    Consumer *c = PyCapsule_GetPointer(capsule, CAPSULE);
+    if (c == NULL) return NULL;
+    if (c->rk == NULL || c->pid != getpid()) {
+        PyErr_SetString(PyExc_ValueError, "the consumer was closed, or belongs to the process this one was forked from");
+        return NULL;
+    }
+    Columns r;
+    char message[1024] = "";
+    int status = READ_OK;
+    failed = 0;
+    columns_init(&r);
+    Py_BEGIN_ALLOW_THREADS
+    if (end > start) status = poll_range(c, start, end, timeout_s, &r, message, sizeof message);
+    if (failed && status == READ_OK) status = READ_NO_MEMORY;
+    c->next = status == READ_OK ? (end > start ? end : c->next) : -1;
     Py_END_ALLOW_THREADS
 
     PyObject *result;
-    if (failed && status == READ_OK) status = READ_NO_MEMORY;
     if (status != READ_OK) {
         /* librdkafka's text may carry a broker's bytes: never fail on them */
-        result = Py_BuildValue("(iNL)", status, PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace"), (long long)rows);
+        result = Py_BuildValue("(iNL)", status, PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace"), (long long)r.rows);
     } else {
         result = Py_BuildValue(
-            "(isLNNNN(NNLNNNN))", status, message, (long long)rows, buffer_bytes(&offsets), buffer_bytes(&stamps), binary_tuple(&keys),
-            binary_tuple(&values), buffer_bytes(&header_validity), buffer_bytes(&header_offsets), (long long)header_nulls,
-            buffer_bytes(&names.offsets), buffer_bytes(&names.data), buffer_bytes(&header_values.offsets), buffer_bytes(&header_values.data));
+            "(isLNNNN(NNLNNNN))", status, message, (long long)r.rows, buffer_bytes(&r.offsets), buffer_bytes(&r.stamps), binary_tuple(&r.keys),
+            binary_tuple(&r.values), buffer_bytes(&r.header_validity), buffer_bytes(&r.header_offsets), (long long)r.header_nulls,
+            buffer_bytes(&r.names.offsets), buffer_bytes(&r.names.data), buffer_bytes(&r.header_values.offsets), buffer_bytes(&r.header_values.data));
     }
-    free(offsets.data);
-    free(stamps.data);
-    binary_free(&keys);
-    binary_free(&values);
-    binary_free(&names);
-    binary_free(&header_values);
-    free(header_validity.data);
-    free(header_offsets.data);
+    columns_free(&r);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"open_library", open_library, METH_VARARGS, "open_library(path): load librdkafka's functions from the shared library at path"},
-    {"read_range", read_range, METH_VARARGS, "read_range(settings, topic, partition, start, end, timeout_s): one offset range as Arrow buffers"},
+    {"open_consumer", open_consumer, METH_VARARGS, "open_consumer(settings, topic, partition): a consumer of one partition, kept between reads"},
+    {"read", read_records, METH_VARARGS, "read(consumer, start, end, timeout_s): one offset range as Arrow buffers"},
+    {"close_consumer", close_consumer, METH_VARARGS, "close_consumer(consumer): leave the partition and free the client"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -59,6 +59,9 @@ def produce_mixed(broker, topic: str, count: int, seed: int) -> None:
 FORMATS = [("bytes", "bytes", None), ("string", "string", None), ("string", "json", VALUE_TYPE), ("long", "long", None), ("bytes", "json", None)]
 
 
+OPEN = kafka_arrow.reader().open_consumer if kafka_arrow.reader() else None
+
+
 def test_the_c_reader_is_built():
     assert kafka_arrow.reader() is not None, "bin/setup builds the C reader (setup.py's extension); is gcc installed?"
 
@@ -81,6 +84,38 @@ def test_the_c_reader_gives_the_python_readers_records(broker, topic_name, key_f
     whole = read_range(topic, 0, *ends[0])
     assert whole.num_rows > 0 and whole["offset"].to_pylist() == sorted(whole["offset"].to_pylist())
     assert whole["headers"].null_count < whole.num_rows and whole["key"].null_count > 0
+
+
+def test_consecutive_ranges_read_on_one_kept_consumer_give_the_python_readers_records(broker, topic_name, monkeypatch):
+    # A task's next range starts where its last ended: the kept consumer goes on from there (its
+    # fetched records, a record it polled past the last end), and reads that jump assign afresh.
+    broker.create_topic(topic_name, 2)
+    produce_mixed(broker, topic_name, 600, seed=3)
+    topic = KafkaTopic(broker.bootstrap_servers, topic_name, value_format="json", value_type=VALUE_TYPE)
+    native = kafka_arrow.reader()
+    opened = []
+    monkeypatch.setattr(native, "open_consumer", lambda *a: opened.append(a[1:]) or OPEN(*a))
+    kafka_arrow._consumers.close_all()
+    ends = watermarks(topic, [0, 1])
+    rng = random.Random(11)
+    for partition in (0, 1):
+        low, high = ends[partition]
+        cuts = [low, *sorted(rng.sample(range(low + 1, high), 12)), high]
+        pieces = [read_range(topic, partition, a, b, 30) for a, b in zip(cuts, cuts[1:])]
+        assert pa.concat_tables(pieces).equals(read_range(topic, partition, low, high, 30, reader="python"))
+        again = read_range(topic, partition, cuts[3], cuts[5], 30)  # back to earlier offsets
+        assert again.equals(pa.concat_tables(pieces[3:5]))
+    assert opened == [(topic_name, 0), (topic_name, 1)]  # one consumer per partition, kept
+    # Records that arrive while the consumer is kept are read by the next range.
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    producer.produce(topic_name, value=b'{"user": "late", "n": 1}', partition=0)
+    assert producer.flush(10) == 0
+    later = read_range(topic, 0, ends[0][1], ends[0][1] + 1, 30)
+    assert later["value"].to_pylist() == [{"user": "late", "n": 1}]
+    # A consumer idle too long (its task moved) is closed at the next read.
+    monkeypatch.setattr(kafka_arrow, "IDLE_CLOSE_S", 0.0)
+    read_range(topic, 1, ends[1][0], ends[1][0] + 1, 30)
+    assert [key[2] for key in kafka_arrow._consumers._idle] == [1]
 
 
 def test_a_range_ending_at_a_transaction_marker_ends_without_waiting(broker, topic_name):
