@@ -63,8 +63,8 @@ def runs_to_merge(files: list[DataFile], *, fan_in: int, target_file_bytes: int)
 
     Size class by size class, smallest first: a run of consecutive mergeable files (with offsets,
     below the target, not already taken by a smaller class) all of this class or smaller is merged
-    once it holds ``fan_in`` files of this class. A merge lifts its records at least one class,
-    so a record is rewritten once per class at most; and a smaller file between files of one class
+    once it holds ``fan_in`` files of this class. The merged file is about ``fan_in`` times their
+    size, a class up, so a record is rewritten about once per class; and a smaller file between files of one class
     (a batch that wrote less) goes with them instead of splitting their run for ever, which it did
     when a run had to be of one class only."""
     sizes = [size_class(f.size, fan_in) if 0 <= f.size < target_file_bytes and f.min_offset >= 0 else None for f in files]
