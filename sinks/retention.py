@@ -41,7 +41,7 @@ from deltastreams.sinks._internal.files import PARTITION, DataFile, data_files, 
 from deltastreams.sinks._internal.log_commit import checkpoint_interval, delete_info, optimize_info
 from deltastreams.sinks._internal.log_expiry import REMOVED_FILE_RETENTION_PROPERTY, interval_text
 from deltastreams.sinks._internal.log_files import delete_files, list_log, removed_files
-from deltastreams.sinks._internal.small_files import FAN_IN, runs_to_merge
+from deltastreams.sinks._internal.small_files import runs_to_merge
 from deltastreams.sinks.topics import TopicLayout
 from deltastreams.sinks.transaction import DecidedBatch, TransactionLog
 
@@ -386,13 +386,13 @@ def optimize_files(
     min_files: int,
     target_file_bytes: int,
     consumed: Mapping[int, int] | None = None,
-    fan_in: int = FAN_IN,
+    fan_in: int | None = None,
     on_step: OnStep = None,
 ) -> RetentionResult:
     """In every partition with at least ``min_files`` files, merge runs of consecutive files
     smaller than ``target_file_bytes`` into files of at most about that size, size class by size
     class (:func:`~deltastreams.sinks._internal.small_files.runs_to_merge`: ``fan_in`` files of
-    one class at a time, so a record is rewritten once per class, not at every optimize as when
+    one class at a time, ``min_files`` unless given, so a record is rewritten once per class, not at every optimize as when
     the growing last file took in every new small file: the 2-hour soak of issue 42 rewrote its
     whole sink, 2.5M records, every minute): the same records, offsets and order, added with
     ``dataChange = false``. ``consumed`` (first offset not yet consumed, per partition) leaves
@@ -410,10 +410,11 @@ def prepare_optimize(
     min_files: int,
     target_file_bytes: int,
     consumed: Mapping[int, int] | None = None,
-    fan_in: int = FAN_IN,
+    fan_in: int | None = None,
     on_step: OnStep = None,
 ) -> PreparedRewrite | None:
     """The merged files of ``table`` (a snapshot), written; None when nothing is to merge."""
+    fan_in = min_files if fan_in is None else fan_in
     uri = table_location(table)
     file_schema = _file_schema(table)
     bins: list[list[DataFile]] = []

@@ -144,7 +144,6 @@ class Retention(threading.Thread):
                 self._snapshot(topic),
                 min_files=self.config.optimize_min_files,
                 target_file_bytes=self.config.optimize_target_file_bytes,
-                fan_in=self.config.optimize_min_files,
                 on_step=crash_point,
             )
             if prepared is not None:
