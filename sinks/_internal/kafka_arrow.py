@@ -118,7 +118,8 @@ def native_settings(settings: Mapping[str, Any]) -> list[tuple[str, str]] | None
 class _Consumers:
     """The C reader's consumers between reads, one per (settings, topic, partition): a task's next
     range starts where its last ended, so a kept consumer has most of it fetched already and needs
-    no new client, connection and metadata (at a 100 ms commit interval, most of a read's time).
+    no new client, connection and metadata (the pageview job from Kafka at 100 ms, one run each:
+    6.2 s against 6.8 s at 1M events, 21.0 against 22.8 s at 5M).
     A consumer is taken out while it reads (one reader at a time); one idle for
     :data:`IDLE_CLOSE_S` (its task moved elsewhere) is closed at the next read of this process,
     the rest at exit."""
