@@ -25,7 +25,7 @@ from urllib.parse import unquote
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltastreams.devtools.servers.process_tree import ProcessInfo, job_processes, pss_bytes
+from deltastreams.devtools.servers.process_tree import ProcessInfo, job_processes, resident_bytes
 from deltastreams.sinks import Topic, latest_version, read_commit, topic_uri
 
 TOPIC_KINDS = ("input", "repartition", "changelog", "sink")
@@ -139,9 +139,11 @@ def process_role(info: ProcessInfo, driver_pid: int, processes: dict[int, Proces
 
 
 def memory_mb(info: ProcessInfo) -> dict:
-    """A process's PSS and RSS in MB (PSS falls back to RSS where the kernel does not give it)."""
-    pss = pss_bytes(info.pid)
-    return {"pss_mb": round((info.rss_bytes if pss is None else pss) / 2**20, 1), "rss_mb": round(info.rss_mb, 1)}
+    """A process's PSS and RSS in MB, read together (both fall back to /proc/PID/stat's RSS where the
+    kernel gives no rollup)."""
+    resident = resident_bytes(info.pid)
+    rss, pss = (info.rss_bytes, info.rss_bytes) if resident is None else resident
+    return {"pss_mb": round(pss / 2**20, 1), "rss_mb": round(rss / 2**20, 1)}
 
 
 def memory(driver_pid: int, processes: dict[int, ProcessInfo]) -> dict:

@@ -58,19 +58,25 @@ def _read(pid: int) -> ProcessInfo | None:
     return ProcessInfo(pid, int(fields[1]), int(fields[2]), int(fields[19]), int(fields[21]) * _PAGE, command)
 
 
-def pss_bytes(pid: int) -> int | None:
-    """The proportional set size of ``pid`` (None if it is gone or the kernel does not say):
-    resident memory with each page shared by n processes counted 1/n in each. RSS counts a shared
-    page in full in every process, so a job's forked children (Spark's Python workers, a JVM
-    forking at shutdown) would double what they share with their parent in a sum of RSS."""
+def resident_bytes(pid: int) -> tuple[int, int] | None:
+    """``(rss, pss)`` of ``pid`` from one read of the kernel's rollup (None if it is gone or the
+    kernel does not say). PSS is resident memory with each page shared by n processes counted 1/n
+    in each; RSS counts a shared page in full in every process, so a job's forked children
+    (Spark's Python workers, a JVM forking at shutdown) would double what they share with their
+    parent in a sum of RSS. Both come from the same read because a process growing between two
+    reads (a worker just forked) would show a PSS above its RSS."""
+    values = {}
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
             for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
+                name, _, rest = line.partition(":")
+                if name in ("Rss", "Pss"):
+                    values[name] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
         return None
-    return None
+    if len(values) != 2:
+        return None
+    return values["Rss"], values["Pss"]
 
 
 def job_processes(root_pid: int, processes: dict[int, ProcessInfo] | None = None) -> list[ProcessInfo]:
