@@ -5,7 +5,7 @@ import sys
 import textwrap
 import time
 
-from deltastreams.devtools.servers.process_tree import all_processes, job_processes, still_running
+from deltastreams.devtools.servers.process_tree import all_processes, job_processes, resident_bytes, still_running
 
 # driver -> "daemon" (a process group of its own, as Spark's Python daemon) -> a launcher that
 # starts a "host" and exits at once, so the host is reparented but stays in the daemon's group.
@@ -49,3 +49,15 @@ def test_a_finished_process_has_no_job():
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
     assert job_processes(process.pid) == []
+
+
+def test_resident_bytes_reads_rss_and_pss_together_and_pss_never_exceeds_rss():
+    child = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(30)"])
+    try:
+        time.sleep(1.0)
+        rss, pss = resident_bytes(child.pid)
+        assert 60 << 20 < rss and 0 < pss <= rss  # the 64 MB it wrote are its own, so in both
+    finally:
+        child.kill()
+        child.wait()
+    assert resident_bytes(child.pid) is None  # gone
