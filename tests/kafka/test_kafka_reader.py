@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
 
+from deltastreams.sinks import kafka
 from deltastreams.sinks._internal import kafka_arrow
 from deltastreams.sinks.kafka import KafkaTopic, OffsetOutOfRangeError, read_range, watermarks
 
@@ -155,3 +156,13 @@ def test_json_decodes_column_wise_unless_a_record_spans_lines_or_is_null():
     assert kafka_arrow.decode_column(lines, "json", VALUE_TYPE).to_pylist() == [{"user": "a", "n": 1}, {"user": None, "n": 2}]
     assert kafka_arrow.decode_column(pa.array([b'{"n":\n1}'], pa.binary()), "json", VALUE_TYPE) is None
     assert kafka_arrow.decode_column(pa.array([b'{"n": 1}', None], pa.binary()), "json", VALUE_TYPE) is None
+
+
+@pytest.mark.parametrize("values", [[b" ", b'{"n": 1}{"n": 2}'], [b'{"n": 1} {"n": 2}', b"\t"], [b'{"n": 1}{"n": 2}', b""]])
+def test_json_with_a_blank_record_beside_one_holding_two_objects_is_rejected_not_shifted(values):
+    """Arrow's reader gives a row per object, not per line: a blank value and one holding two
+    objects made the right number of rows, each record given another's value."""
+    raw = pa.array(values, pa.binary())
+    assert kafka_arrow.decode_column(raw, "json", VALUE_TYPE) is None
+    decoded, errors = kafka._decode(values, "json", VALUE_TYPE)
+    assert decoded.to_pylist() == [None, None] and all(errors)  # the per-record path rejects both, by name
