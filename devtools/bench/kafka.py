@@ -6,13 +6,16 @@ timed from launch to exit; runs alternate, in one process so both see the same m
 
 The broker is the Apache Kafka broker the tests use (:mod:`deltastreams.devtools.servers.kafka_broker`: 4.3.1, KRaft, one
 node), on loopback. Producing the events is timed apart (printed first), not in the runs. Prints
-seconds and events/s per run and the ratio Kafka / Delta.
+seconds and events/s per run and the ratio Kafka / Delta; and per run the CPU seconds the machine
+spent (every process, from ``/proc/stat``: the job's processes and, in a Kafka run, the broker
+serving it) and the broker's share, so a difference can be put on the job or on the broker.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -24,6 +27,21 @@ from deltastreams.devtools.servers.kafka_broker import KafkaBroker
 from deltastreams.jobs.pageview import generate, generate_to_kafka
 
 INTERVAL_MS, BATCH = 1000, 1_000_000
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def busy_cpu_s() -> float:
+    """CPU seconds the machine has spent not idle since boot, every core summed."""
+    with open("/proc/stat") as f:
+        user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) * _TICK_S
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has spent."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()  # fields[0] is proc(5)'s field 3
+    return (int(fields[11]) + int(fields[12])) * _TICK_S
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(args.work_dir or tempfile.mkdtemp(prefix="deltastreams-bench-kafka-"))
     base.mkdir(parents=True, exist_ok=True)
     runs: dict[str, list[float]] = {"kafka": [], "delta": []}
+    cpu: dict[str, list[dict]] = {"kafka": [], "delta": []}
     with KafkaBroker.start() as broker:
         started = time.perf_counter()
         generate_to_kafka(broker.bootstrap_servers, args.events, seed=1)
@@ -48,13 +67,17 @@ def main(argv: list[str] | None = None) -> int:
                     generate(str(root), args.events, seed=1)
                 else:
                     common += ["--kafka", broker.bootstrap_servers]
+                machine, serving = busy_cpu_s(), process_cpu_s(broker.process.pid)
                 seconds = _timed([sys.executable, "-m", "deltastreams.jobs.pageview", "run", *common], base / f"{system}-{rep}.log")
+                machine, serving = busy_cpu_s() - machine, process_cpu_s(broker.process.pid) - serving
                 runs[system].append(seconds)
-                print(f"  {system}: {seconds:.1f} s ({args.events / seconds:,.0f} events/s)", flush=True)
+                cpu[system].append({"machine": round(machine, 2), "broker": round(serving, 2)})
+                print(f"  {system}: {seconds:.1f} s ({args.events / seconds:,.0f} events/s), CPU {machine:.1f} s, of which the broker {serving:.1f} s", flush=True)
     best = {system: min(times) for system, times in runs.items()}
     result = {
         "events": args.events,
         "seconds": runs,
+        "cpu_s": cpu,
         "events_per_s": {system: args.events / seconds for system, seconds in best.items()},
         "ratio_kafka_to_delta": best["delta"] / best["kafka"],
     }

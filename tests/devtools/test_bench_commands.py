@@ -119,6 +119,10 @@ def test_bench_memory_prints_the_peak_of_the_job_s_processes(tmp_path):
 def test_bench_kafka_prints_both_sources_and_their_ratio(tmp_path):
     out = command("deltastreams.devtools.bench.kafka", "--events", "3000", "--reps", "1", "--work-dir", str(tmp_path))
     ratio_line(out, "Kafka -> Delta", "Delta -> Delta")
+    cpu = dict(re.findall(rf"^\s+(kafka|delta): .*, CPU ({NUMBER}) s, of which the broker {NUMBER} s", out, re.M))
+    brokers = dict(re.findall(rf"^\s+(kafka|delta): .*, of which the broker ({NUMBER}) s", out, re.M))
+    assert set(cpu) == {"kafka", "delta"}, out
+    assert 0 < number(brokers["kafka"]) < number(cpu["kafka"]) and number(cpu["delta"]) > 1, out  # a JVM's start alone takes over a CPU second
 
 
 @pytest.mark.slow
