@@ -337,8 +337,6 @@ def _decode(raw: list[bytes | None], fmt: str, target: pa.DataType) -> tuple[pa.
 def _json_objects(raw: list[bytes], target: pa.StructType) -> pa.Array | None:
     """JSON objects into a struct type column-wise; None when any record is not one object on one
     line starting with ``{``, or does not fit (the per-record path then names the culprits)."""
-    if any(data[:1] != b"{" or b"\n" in data for data in raw):
-        return None
     return kafka_arrow.json_objects(b"\n".join(raw), len(raw), target)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -24,24 +23,10 @@ from pathlib import Path
 
 from deltastreams.devtools.bench.process import _timed
 from deltastreams.devtools.servers.kafka_broker import KafkaBroker
+from deltastreams.devtools.servers.process_tree import busy_cpu_s, process
 from deltastreams.jobs.pageview import generate, generate_to_kafka
 
 INTERVAL_MS, BATCH = 1000, 1_000_000
-_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
-
-
-def busy_cpu_s() -> float:
-    """CPU seconds the machine has spent not idle since boot, every core summed."""
-    with open("/proc/stat") as f:
-        user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
-    return (user + nice + system + irq + softirq + steal) * _TICK_S
-
-
-def process_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) process ``pid`` has spent."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()  # fields[0] is proc(5)'s field 3
-    return (int(fields[11]) + int(fields[12])) * _TICK_S
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
                     generate(str(root), args.events, seed=1)
                 else:
                     common += ["--kafka", broker.bootstrap_servers]
-                machine, serving = busy_cpu_s(), process_cpu_s(broker.process.pid)
+                machine, serving = busy_cpu_s(), process(broker.process.pid).cpu_s
                 seconds = _timed([sys.executable, "-m", "deltastreams.jobs.pageview", "run", *common], base / f"{system}-{rep}.log")
-                machine, serving = busy_cpu_s() - machine, process_cpu_s(broker.process.pid) - serving
+                machine, serving = busy_cpu_s() - machine, process(broker.process.pid).cpu_s - serving
                 runs[system].append(seconds)
                 cpu[system].append({"machine": round(machine, 2), "broker": round(serving, 2)})
                 print(f"  {system}: {seconds:.1f} s ({args.events / seconds:,.0f} events/s), CPU {machine:.1f} s, of which the broker {serving:.1f} s", flush=True)

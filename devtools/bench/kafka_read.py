@@ -29,6 +29,7 @@ import time
 
 import pyarrow as pa
 
+from deltastreams.devtools.servers.process_tree import job_processes
 from deltastreams.jobs.pageview import INPUT_TOPIC, generate_to_kafka, kafka_input_topic
 from deltastreams.sinks.kafka import c_reader_available, read_range, watermarks
 
@@ -56,23 +57,8 @@ def _spark_connector(spark, bootstrap: str, end: int) -> int:
 
 
 def _tree_cpu_seconds(root_pid: int) -> float:
-    """CPU time of ``root_pid`` and its descendants (the JVM, Spark's Python daemon and workers)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    stats = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            stats[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks)
-    tree, grew = {root_pid}, True
-    while grew:
-        children = {pid for pid, (ppid, _) in stats.items() if ppid in tree} - tree
-        tree |= children
-        grew = bool(children)
-    return sum(stats[pid][1] for pid in tree if pid in stats)
+    """CPU time of ``root_pid`` and its processes (the JVM, Spark's Python daemon and workers)."""
+    return sum(p.cpu_s for p in job_processes(root_pid))
 
 
 def _cpu(spark) -> float:

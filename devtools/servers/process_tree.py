@@ -17,6 +17,7 @@ import subprocess
 from dataclasses import dataclass
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class ProcessInfo:
     """Start time in clock ticks since boot: with the pid, names a process even if the pid is reused."""
     rss_bytes: int
     command: str
+    cpu_s: float = 0.0
+    """CPU seconds (user + system) spent so far."""
 
     @property
     def rss_mb(self) -> float:
@@ -54,8 +57,21 @@ def _read(pid: int) -> ProcessInfo | None:
         return None  # gone meanwhile
     if fields[0] == "Z":
         return None  # exited; only its exit status is left, for a parent (or init) to collect
-    # fields[0] is field 3 of proc(5): state, ppid, pgrp, ... starttime (22), vsize, rss (24)
-    return ProcessInfo(pid, int(fields[1]), int(fields[2]), int(fields[19]), int(fields[21]) * _PAGE, command)
+    # fields[0] is field 3 of proc(5): state, ppid, pgrp, ... utime (14), stime (15), ... starttime (22), vsize, rss (24)
+    cpu_s = (int(fields[11]) + int(fields[12])) * _TICK_S
+    return ProcessInfo(pid, int(fields[1]), int(fields[2]), int(fields[19]), int(fields[21]) * _PAGE, command, cpu_s)
+
+
+def process(pid: int) -> ProcessInfo | None:
+    """``pid``'s entry (None if it is gone or has exited)."""
+    return _read(pid)
+
+
+def busy_cpu_s() -> float:
+    """CPU seconds the machine has spent not idle since boot, every core summed."""
+    with open("/proc/stat") as f:
+        user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) * _TICK_S
 
 
 def resident_bytes(pid: int) -> tuple[int, int] | None:

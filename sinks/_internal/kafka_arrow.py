@@ -242,8 +242,6 @@ def decode_column(raw: pa.Array, fmt: str, target: pa.DataType) -> pa.Array | No
         return _big_endian_ints(raw, *_INT_WIDTHS[fmt])
     if fmt == "json" and pa.types.is_struct(target) and len(raw) and raw.null_count == 0:
         data, bounds = _data(raw)
-        if (bounds[1:] == bounds[:-1]).any() or (data[bounds[:-1]] != ord("{")).any() or (data == ord("\n")).any():
-            return None
         lines = np.insert(data, bounds[1:-1], ord("\n"))
         return json_objects(lines.tobytes(), len(raw), target)
     return None
@@ -273,11 +271,17 @@ def _big_endian_ints(raw: pa.Array, width: int, target: pa.DataType, dtype: str)
 
 def json_objects(lines: bytes, count: int, target: pa.StructType) -> pa.Array | None:
     """``count`` JSON objects, one per line, into a struct type with Arrow's JSON reader (~10x
-    faster than ``json.loads`` per record); None when they are not ``count`` objects that fit.
-
-    Every line must start with ``{`` (the callers check it): Arrow's reader reads objects, not
-    lines, so a blank line gives no row and a line holding two objects gives two, and the two
-    together would still make ``count`` rows, each record given another's value."""
+    faster than ``json.loads`` per record); None when they are not ``count`` objects that fit, or
+    when the text is not ``count`` lines each starting with ``{`` (a value spanning lines, or an
+    empty one, also fails this). Arrow's reader reads objects, not lines: a blank line gives no
+    row and a line holding two objects gives two, and the two together would still make
+    ``count`` rows, each record given another's value."""
+    text = np.frombuffer(lines, np.uint8)
+    breaks = np.flatnonzero(text == ord("\n"))
+    if len(breaks) != count - 1 or not len(text) or text[0] != ord("{") or (len(breaks) and breaks[-1] + 1 == len(text)):
+        return None
+    if not (text[breaks + 1] == ord("{")).all():  # ~20 ms per 500k values, where bytes.count(b"\n{") took 40
+        return None
     from pyarrow import json as pajson
 
     options = pajson.ParseOptions(explicit_schema=pa.schema(list(target)), unexpected_field_behavior="ignore")
