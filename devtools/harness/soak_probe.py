@@ -139,11 +139,16 @@ def process_role(info: ProcessInfo, driver_pid: int, processes: dict[int, Proces
 
 
 def memory_mb(info: ProcessInfo) -> dict:
-    """A process's PSS and RSS in MB, read together (both fall back to /proc/PID/stat's RSS where the
-    kernel gives no rollup)."""
+    """A process's PSS and RSS in MB, read together, and its PSS split into anonymous pages (heap)
+    and file-backed ones (libraries, jars, mapped files): growth in the first is a leak's sign,
+    in the second code and files being paged in. Where the kernel gives no rollup, RSS from
+    /proc/PID/stat stands for all."""
     resident = resident_bytes(info.pid)
-    rss, pss = (info.rss_bytes, info.rss_bytes) if resident is None else resident
-    return {"pss_mb": round(pss / 2**20, 1), "rss_mb": round(rss / 2**20, 1)}
+    if resident is None:
+        mb = round(info.rss_bytes / 2**20, 1)
+        return {"pss_mb": mb, "rss_mb": mb}
+    rss, pss, anon, file = (round(b / 2**20, 1) for b in resident)
+    return {"pss_mb": pss, "rss_mb": rss, "pss_anon_mb": anon, "pss_file_mb": file}
 
 
 def memory(driver_pid: int, processes: dict[int, ProcessInfo]) -> dict:

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 from dataclasses import dataclass
+from typing import NamedTuple
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _TICK_S = 1 / os.sysconf("SC_CLK_TCK")
@@ -74,25 +75,36 @@ def busy_cpu_s() -> float:
     return (user + nice + system + irq + softirq + steal) * _TICK_S
 
 
-def resident_bytes(pid: int) -> tuple[int, int] | None:
-    """``(rss, pss)`` of ``pid`` from one read of the kernel's rollup (None if it is gone or the
+class Resident(NamedTuple):
+    """A process's resident memory in bytes, from one read of the kernel's rollup."""
+
+    rss: int
+    pss: int
+    pss_anon: int
+    """PSS of anonymous pages: heaps, malloc arenas, the JVM's heap; what grows when a process leaks."""
+    pss_file: int
+    """PSS of file-backed pages: shared libraries, jars, memory-mapped files, paged in as code runs."""
+
+
+def resident_bytes(pid: int) -> Resident | None:
+    """Resident memory of ``pid`` from one read of the kernel's rollup (None if it is gone or the
     kernel does not say). PSS is resident memory with each page shared by n processes counted 1/n
     in each; RSS counts a shared page in full in every process, so a job's forked children
     (Spark's Python workers, a JVM forking at shutdown) would double what they share with their
-    parent in a sum of RSS. Both come from the same read because a process growing between two
+    parent in a sum of RSS. All come from the same read because a process growing between two
     reads (a worker just forked) would show a PSS above its RSS."""
     values = {}
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
             for line in f:
                 name, _, rest = line.partition(":")
-                if name in ("Rss", "Pss"):
+                if name in ("Rss", "Pss", "Pss_Anon", "Pss_File"):
                     values[name] = int(rest.split()[0]) * 1024
     except (OSError, ValueError, IndexError):
         return None
-    if len(values) != 2:
+    if "Rss" not in values or "Pss" not in values:
         return None
-    return values["Rss"], values["Pss"]
+    return Resident(values["Rss"], values["Pss"], values.get("Pss_Anon", 0), values.get("Pss_File", 0))
 
 
 def job_processes(root_pid: int, processes: dict[int, ProcessInfo] | None = None) -> list[ProcessInfo]:

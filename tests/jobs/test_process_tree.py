@@ -55,8 +55,9 @@ def test_resident_bytes_reads_rss_and_pss_together_and_pss_never_exceeds_rss():
     child = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(30)"])
     try:
         time.sleep(1.0)
-        rss, pss = resident_bytes(child.pid)
-        assert 60 << 20 < rss and 0 < pss <= rss  # the 64 MB it wrote are its own, so in both
+        resident = resident_bytes(child.pid)
+        assert 60 << 20 < resident.rss and 0 < resident.pss <= resident.rss  # the 64 MB it wrote are its own, so in both
+        assert 60 << 20 < resident.pss_anon <= resident.pss and resident.pss_anon + resident.pss_file <= resident.pss + 4096
     finally:
         child.kill()
         child.wait()
