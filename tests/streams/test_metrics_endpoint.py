@@ -151,3 +151,19 @@ def test_records_lag_of_a_kafka_topic_is_end_offset_minus_committed_offset(endpo
     assert lag() == {0: 10, 1: 5}
     consumed["offsets"] = {0: 4, 1: 5}
     assert lag() == {0: 6, 1: 0}
+
+
+def test_the_rate_keeps_only_its_window_of_batches_when_no_one_scrapes(monkeypatch):
+    # A batch is remembered for the process rate: an endpoint no one scrapes must still forget
+    # the batches older than the window (it grew by every batch, for the application's life).
+    from deltastreams.streams._internal.runtime import metrics
+
+    clock = {"now": 1000.0}
+    monkeypatch.setattr(metrics.time, "monotonic", lambda: clock["now"])
+    e = MetricsEndpoint("app", (0,), port=free_port(), state=lambda: AppState.RUNNING)  # never started, never scraped
+    for i in range(3000):
+        clock["now"] += 0.1
+        e.batch_done(batch(0, i, records_in=10))
+    assert len(e._scrape.rates["0"]) == pytest.approx(metrics.RATE_WINDOW_S / 0.1, abs=2)
+    (rate,) = e._scrape._process_rate().samples
+    assert rate.value == pytest.approx(100.0, rel=0.02)  # 10 records every 0.1 s

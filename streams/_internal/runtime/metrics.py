@@ -188,8 +188,11 @@ class _ScrapeTimeMetrics(Collector):
         """Per Delta input topic, per version not yet consumed: records per partition it added."""
 
     def batch_done(self, sub: str, records: int) -> None:
+        now = time.monotonic()
         with self._lock:
-            self.rates.setdefault(sub, deque()).append((time.monotonic(), records))
+            batches = self.rates.setdefault(sub, deque())
+            batches.append((now, records))
+            _forget_before(batches, now - RATE_WINDOW_S)  # here too: with no one scraping, nothing else would
 
     def describe(self):
         return []  # computed at scrape time: nothing to check at registration
@@ -219,8 +222,7 @@ class _ScrapeTimeMetrics(Collector):
         window = max(1e-3, min(RATE_WINDOW_S, now - self._started))
         with self._lock:
             for sub, batches in sorted(self.rates.items()):
-                while batches and batches[0][0] < now - RATE_WINDOW_S:
-                    batches.popleft()
+                _forget_before(batches, now - RATE_WINDOW_S)
                 family.add_metric([sub], sum(n for _, n in batches) / window)
         return family
 
@@ -270,6 +272,11 @@ class _ScrapeTimeMetrics(Collector):
         deleted = _counter("deltastreams_retention_deleted_files", "Files retention deleted from storage (unreferenced data files, old log files)", totals, "files_deleted")
         deleted_bytes = _counter("deltastreams_retention_deleted_bytes", "Bytes of data files retention deleted from storage", totals, "bytes_deleted")
         return [removed, deleted, deleted_bytes]
+
+
+def _forget_before(batches: deque[tuple[float, int]], start: float) -> None:
+    while batches and batches[0][0] < start:
+        batches.popleft()
 
 
 def _counter(name: str, documentation: str, totals: Mapping[str, Mapping[str, int]], key: str) -> CounterMetricFamily:
