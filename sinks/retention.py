@@ -37,7 +37,7 @@ from deltastreams.conf.errors import RetentionError
 from deltastreams.sinks._internal.compaction import compact_rows
 from deltastreams.sinks._internal.delta_log import files_added, snapshot_files, table_location
 from deltastreams.sinks._internal.exclusive import by_partition, commit_actions, remove_actions, rewrite_actions, set_properties
-from deltastreams.sinks._internal.files import PARTITION, DataFile, data_files, delete_file, read_rows, write_partition_file
+from deltastreams.sinks._internal.files import PARTITION, DataFile, data_files, delete_file, read_rows, write_merged_file, write_partition_file
 from deltastreams.sinks._internal.log_commit import checkpoint_interval, delete_info, optimize_info
 from deltastreams.sinks._internal.log_expiry import REMOVED_FILE_RETENTION_PROPERTY, interval_text
 from deltastreams.sinks._internal.log_files import delete_files, list_log, removed_files
@@ -425,8 +425,7 @@ def prepare_optimize(
         bins += runs_to_merge(eligible, fan_in=fan_in, target_file_bytes=target_file_bytes)
     written: dict[int, DataFile] = {}
     for i, run in enumerate(bins):
-        rows = pa.concat_tables([read_rows(uri, f.path, file_schema) for f in run])
-        written[i] = write_partition_file(uri, run[0].partition, rows)
+        written[i] = write_merged_file(uri, run[0].partition, [f.path for f in run], file_schema)
     if not written:
         return None
     _step(on_step, OPTIMIZE_AFTER_WRITE)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,31 +112,79 @@ def write_partition_file(table_uri: str, partition: int, rows: pa.Table, *, stag
     Parquet in the partition's directory, or Arrow IPC under ``_staging`` if ``staging``.
     ``transient``: a topic read once and soon removed (repartition, changelog): fast encoding."""
     fs, base = filesystem_for(table_uri)
-    offsets = rows.column(OFFSET)
-    timestamps = rows.column(TIMESTAMP)
-    first = offsets[0].as_py()
+    first = rows.column(OFFSET)[0].as_py()
     if staging:
         rel = f"{STAGING}/{partition}-{first:020d}-{uuid.uuid4().hex}.arrow"
         _make_dir(fs, f"{base}/{STAGING}")
         with fs.open_output_stream(f"{base}/{rel}") as stream, pa.ipc.new_file(stream, rows.schema) as writer:
             writer.write_table(rows)
     else:
-        rel = f"{PARTITION}={partition}/part-{first:020d}-{uuid.uuid4().hex}.parquet"
-        _make_dir(fs, f"{base}/{PARTITION}={partition}")
+        rel = _parquet_path(fs, base, partition, first)
         options = _TRANSIENT if transient else _DURABLE
         pq.write_table(rows, f"{base}/{rel}", filesystem=fs, use_dictionary=_dictionary_columns(rows), **options)
-    full = f"{base}/{rel}"
-    size = fs.get_file_info(full).size
-    ts_min_max = pc.min_max(timestamps)
+    return _written(fs, f"{base}/{rel}", rel, partition, _Extent().add(rows))
+
+
+def write_merged_file(table_uri: str, partition: int, rel_paths: Sequence[str], schema: pa.Schema) -> DataFile:
+    """The rows of ``rel_paths`` (consecutive files of one partition, offsets assigned, read in
+    the table's columns ``schema``) as one Parquet file, read and written one file at a time: a
+    merge holds one of its files in memory, not all of them (merging a run of 64 MB of files held
+    them all, decoded, at once, and a long-running writer's memory followed its largest merge)."""
+    fs, base = filesystem_for(table_uri)
+    extent, writer, full, rel = _Extent(), None, "", ""
+    try:
+        for path in rel_paths:
+            rows = read_rows(table_uri, path, schema)
+            if not rows.num_rows:
+                continue
+            if writer is None:
+                rel = _parquet_path(fs, base, partition, rows.column(OFFSET)[0].as_py())
+                full = f"{base}/{rel}"
+                writer = pq.ParquetWriter(full, rows.schema, filesystem=fs, use_dictionary=_dictionary_columns(rows), **_DURABLE)
+            writer.write_table(rows)
+            extent.add(rows)
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        raise ValueError(f"nothing to merge in {table_uri} partition {partition}: its files hold no rows")
+    return _written(fs, full, rel, partition, extent)
+
+
+def _parquet_path(fs: pafs.FileSystem, base: str, partition: int, first_offset: int) -> str:
+    _make_dir(fs, f"{base}/{PARTITION}={partition}")
+    return f"{PARTITION}={partition}/part-{first_offset:020d}-{uuid.uuid4().hex}.parquet"
+
+
+class _Extent:
+    """Rows, first and last offset, and timestamp range of what a file holds, added up as its
+    rows are written."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.first = self.last = self.min_timestamp = self.max_timestamp = None
+
+    def add(self, rows: pa.Table) -> _Extent:
+        offsets, stamps = rows.column(OFFSET), pc.min_max(rows.column(TIMESTAMP))
+        self.first = offsets[0].as_py() if self.first is None else self.first
+        self.last = offsets[-1].as_py()
+        low, high = stamps["min"].as_py(), stamps["max"].as_py()
+        self.min_timestamp = low if self.min_timestamp is None or (low is not None and low < self.min_timestamp) else self.min_timestamp
+        self.max_timestamp = high if self.max_timestamp is None or (high is not None and high > self.max_timestamp) else self.max_timestamp
+        self.rows += rows.num_rows
+        return self
+
+
+def _written(fs: pafs.FileSystem, full: str, rel: str, partition: int, extent: _Extent) -> DataFile:
     return DataFile(
         path=rel,
-        size=size,
+        size=fs.get_file_info(full).size,
         partition=partition,
-        num_records=rows.num_rows,
-        min_offset=first,
-        max_offset=offsets[-1].as_py(),
-        min_timestamp=ts_min_max["min"].as_py(),
-        max_timestamp=ts_min_max["max"].as_py(),
+        num_records=extent.rows,
+        min_offset=extent.first,
+        max_offset=extent.last,
+        min_timestamp=extent.min_timestamp,
+        max_timestamp=extent.max_timestamp,
         modification_time=int(time.time() * 1000),
     )
 

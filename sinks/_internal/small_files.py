@@ -34,7 +34,7 @@ from deltalake import DeltaTable
 from deltastreams.sinks._internal import log_commit
 from deltastreams.sinks._internal.delta_log import snapshot_files
 from deltastreams.sinks._internal.exclusive import by_partition, rewrite_actions
-from deltastreams.sinks._internal.files import PARTITION, DataFile, delete_file, read_rows, write_partition_file
+from deltastreams.sinks._internal.files import PARTITION, DataFile, delete_file, write_merged_file
 
 FAN_IN = 10
 MIN_FILES = 100
@@ -116,7 +116,7 @@ def merge_small_files(
         return Merged(None)
     schema = pa.schema(table.schema())
     schema = schema.remove(schema.get_field_index(PARTITION))
-    written = [write_partition_file(uri, g[0].partition, pa.concat_tables([read_rows(uri, f.path, schema) for f in g])) for g in groups]
+    written = [write_merged_file(uri, g[0].partition, [f.path for f in g], schema) for g in groups]
     removed = [f for g in groups for f in g]
     parameters, metrics = log_commit.optimize_info({g[0].partition for g in groups}, removed, written)
     version = log_commit.commit_at(
