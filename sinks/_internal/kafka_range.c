@@ -27,6 +27,7 @@ typedef struct rd_kafka_s rd_kafka_t;
 typedef struct rd_kafka_conf_s rd_kafka_conf_t;
 typedef struct rd_kafka_headers_s rd_kafka_headers_t;
 typedef struct rd_kafka_topic_s rd_kafka_topic_t;
+typedef struct rd_kafka_queue_s rd_kafka_queue_t;
 typedef struct {
     int err;
     rd_kafka_topic_t *rkt;
@@ -71,7 +72,9 @@ static struct {
     void (*list_destroy)(rd_kafka_topic_partition_list_t *);
     int (*assign)(rd_kafka_t *, const rd_kafka_topic_partition_list_t *);
     int (*position)(rd_kafka_t *, rd_kafka_topic_partition_list_t *);
-    rd_kafka_message_t *(*consumer_poll)(rd_kafka_t *, int);
+    rd_kafka_queue_t *(*queue_get_consumer)(rd_kafka_t *);
+    long (*consume_batch_queue)(rd_kafka_queue_t *, int, rd_kafka_message_t **, size_t);
+    void (*queue_destroy)(rd_kafka_queue_t *);
     void (*message_destroy)(rd_kafka_message_t *);
     int64_t (*message_timestamp)(const rd_kafka_message_t *, int *);
     int (*message_headers)(const rd_kafka_message_t *, rd_kafka_headers_t **);
@@ -105,7 +108,9 @@ static PyObject *open_library(PyObject *self, PyObject *args) {
     LOAD(list_destroy, "rd_kafka_topic_partition_list_destroy")
     LOAD(assign, "rd_kafka_assign")
     LOAD(position, "rd_kafka_position")
-    LOAD(consumer_poll, "rd_kafka_consumer_poll")
+    LOAD(queue_get_consumer, "rd_kafka_queue_get_consumer")
+    LOAD(consume_batch_queue, "rd_kafka_consume_batch_queue")
+    LOAD(queue_destroy, "rd_kafka_queue_destroy")
     LOAD(message_destroy, "rd_kafka_message_destroy")
     LOAD(message_timestamp, "rd_kafka_message_timestamp")
     LOAD(message_headers, "rd_kafka_message_headers")
@@ -188,26 +193,38 @@ static double now_s(void) {
 /* Outcomes, as read_range in Python names them. */
 enum { READ_OK = 0, READ_OFFSET_OUT_OF_RANGE = 1, READ_KAFKA_ERROR = 2, READ_TIMED_OUT = 3, READ_CONFIG_ERROR = 4, READ_NO_MEMORY = 5 };
 
+/* Records taken from librdkafka's queue at once: one lock and wake-up per batch instead of per
+ * record (rd_kafka_consumer_poll takes them one by one). */
+#define HELD 1024
+
 /* A consumer of one partition, kept between reads: librdkafka goes on fetching the records after
  * a range while the batch that read it is processed, so the next range (which starts where this
  * one ended) is mostly in its queue already, and no read pays for a client, a connection and
- * metadata. A record polled past a range's end is kept for the next read. */
+ * metadata. Records taken from the queue past a range's end are held for the next read. */
 typedef struct {
     rd_kafka_t *rk;
+    rd_kafka_queue_t *queue;       /* the consumer's queue, where the partition's records arrive */
     char *topic;
     int partition;
     int64_t next;                  /* the offset the next read continues from; -1: assign first */
-    rd_kafka_message_t *pending;   /* polled past the last range's end */
+    rd_kafka_message_t *held[HELD];/* taken from the queue, not yet read: held[at..count) */
+    long at, count;
     pid_t pid;                     /* the process whose threads the client runs on */
 } Consumer;
 
 static const char *CAPSULE = "deltastreams.kafka_range.Consumer";
 
+static void drop_held(Consumer *c) {
+    for (long i = c->at; i < c->count; i++) rk.message_destroy(c->held[i]);
+    c->at = c->count = 0;
+}
+
 /* Leave the partition and free the client (a closed consumer has rk NULL). */
 static void consumer_release(Consumer *c) {
-    if (c->pid != getpid()) c->rk = NULL, c->pending = NULL;  /* a forked copy: its threads are not here; left as is */
-    if (c->pending) rk.message_destroy(c->pending);
-    c->pending = NULL;
+    if (c->pid != getpid()) c->rk = NULL, c->queue = NULL, c->at = c->count = 0;  /* a forked copy: its threads are not here; left as is */
+    drop_held(c);
+    if (c->queue) rk.queue_destroy(c->queue);
+    c->queue = NULL;
     if (c->rk) {
         rk.consumer_close(c->rk);
         rk.destroy(c->rk);
@@ -273,7 +290,10 @@ static PyObject *open_consumer(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     c->rk = rk.new_(CONSUMER, conf, errstr, sizeof errstr);  /* owns conf from here */
     if (c->rk == NULL) rk.conf_destroy(conf);
-    else rk.poll_set_consumer(c->rk);
+    else {
+        rk.poll_set_consumer(c->rk);
+        c->queue = rk.queue_get_consumer(c->rk);
+    }
     Py_END_ALLOW_THREADS
     if (c->rk == NULL) {
         consumer_free(c);
@@ -362,13 +382,24 @@ static int64_t position(Consumer *c) {
     return at;
 }
 
+/* The next record (or event) from the consumer's queue, waiting up to 100 ms for one; NULL if
+ * none came. What the queue holds is taken at once, without waiting for a full batch: a range's
+ * last records must not wait for records after it. */
+static rd_kafka_message_t *next_message(Consumer *c) {
+    if (c->at < c->count) return c->held[c->at++];
+    c->at = c->count = 0;
+    long n = rk.consume_batch_queue(c->queue, 0, c->held, HELD);
+    if (n <= 0) n = rk.consume_batch_queue(c->queue, 100, c->held, 1);
+    if (n <= 0) return NULL;
+    c->count = n;
+    c->at = 1;
+    return c->held[0];
+}
+
 /* Poll [start, end) into r, with the GIL released; READ_OK or why not, detail in message. */
 static int poll_range(Consumer *c, int64_t start, int64_t end, double timeout_s, Columns *r, char *message, size_t size) {
     if (c->next != start) {  /* a first read, or not where the last one ended: (re)assign at start */
-        if (c->pending) {
-            rk.message_destroy(c->pending);
-            c->pending = NULL;
-        }
+        drop_held(c);
         rd_kafka_topic_partition_list_t *assignment = rk.list_new(1);
         rk.list_add(assignment, c->topic, c->partition)->offset = start;
         int err = rk.assign(c->rk, assignment);
@@ -382,13 +413,12 @@ static int poll_range(Consumer *c, int64_t start, int64_t end, double timeout_s,
     double deadline = now_s() + timeout_s;
     int64_t since_position = 0;
     while (1) {
-        rd_kafka_message_t *m = c->pending ? c->pending : rk.consumer_poll(c->rk, 100);
-        c->pending = NULL;
+        rd_kafka_message_t *m = next_message(c);
         int check_position = m == NULL;
         if (m != NULL) {
             if (m->err == ERR_NO_ERROR) {
                 if (m->offset >= end) {  /* past the range (its end was a transaction marker or a gap): the next one's */
-                    c->pending = m;
+                    c->at--;  /* held for the next read */
                     return READ_OK;
                 }
                 if (m->offset >= start) columns_append(r, m);
