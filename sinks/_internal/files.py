@@ -122,7 +122,7 @@ def write_partition_file(table_uri: str, partition: int, rows: pa.Table, *, stag
         rel = _parquet_path(fs, base, partition, first)
         options = _TRANSIENT if transient else _DURABLE
         pq.write_table(rows, f"{base}/{rel}", filesystem=fs, use_dictionary=_dictionary_columns(rows), **options)
-    return _written(fs, f"{base}/{rel}", rel, partition, _Extent().add(rows))
+    return _written(fs, base, rel, partition, _Extent().add(rows))
 
 
 def write_merged_file(table_uri: str, partition: int, rel_paths: Sequence[str], schema: pa.Schema) -> DataFile:
@@ -131,7 +131,7 @@ def write_merged_file(table_uri: str, partition: int, rel_paths: Sequence[str], 
     merge holds one of its files in memory, not all of them (merging a run of 64 MB of files held
     them all, decoded, at once, and a long-running writer's memory followed its largest merge)."""
     fs, base = filesystem_for(table_uri)
-    extent, writer, full, rel = _Extent(), None, "", ""
+    extent, writer, rel = _Extent(), None, ""
     try:
         for path in rel_paths:
             rows = read_rows(table_uri, path, schema)
@@ -139,8 +139,7 @@ def write_merged_file(table_uri: str, partition: int, rel_paths: Sequence[str], 
                 continue
             if writer is None:
                 rel = _parquet_path(fs, base, partition, rows.column(OFFSET)[0].as_py())
-                full = f"{base}/{rel}"
-                writer = pq.ParquetWriter(full, rows.schema, filesystem=fs, use_dictionary=_dictionary_columns(rows), **_DURABLE)
+                writer = pq.ParquetWriter(f"{base}/{rel}", rows.schema, filesystem=fs, use_dictionary=_dictionary_columns(rows), **_DURABLE)
             writer.write_table(rows)
             extent.add(rows)
     finally:
@@ -148,7 +147,7 @@ def write_merged_file(table_uri: str, partition: int, rel_paths: Sequence[str], 
             writer.close()
     if writer is None:
         raise ValueError(f"nothing to merge in {table_uri} partition {partition}: its files hold no rows")
-    return _written(fs, full, rel, partition, extent)
+    return _written(fs, base, rel, partition, extent)
 
 
 def _parquet_path(fs: pafs.FileSystem, base: str, partition: int, first_offset: int) -> str:
@@ -169,16 +168,16 @@ class _Extent:
         self.first = offsets[0].as_py() if self.first is None else self.first
         self.last = offsets[-1].as_py()
         low, high = stamps["min"].as_py(), stamps["max"].as_py()
-        self.min_timestamp = low if self.min_timestamp is None or (low is not None and low < self.min_timestamp) else self.min_timestamp
-        self.max_timestamp = high if self.max_timestamp is None or (high is not None and high > self.max_timestamp) else self.max_timestamp
+        self.min_timestamp = min((t for t in (self.min_timestamp, low) if t is not None), default=None)
+        self.max_timestamp = max((t for t in (self.max_timestamp, high) if t is not None), default=None)
         self.rows += rows.num_rows
         return self
 
 
-def _written(fs: pafs.FileSystem, full: str, rel: str, partition: int, extent: _Extent) -> DataFile:
+def _written(fs: pafs.FileSystem, base: str, rel: str, partition: int, extent: _Extent) -> DataFile:
     return DataFile(
         path=rel,
-        size=fs.get_file_info(full).size,
+        size=fs.get_file_info(f"{base}/{rel}").size,
         partition=partition,
         num_records=extent.rows,
         min_offset=extent.first,
