@@ -11,8 +11,8 @@ from the metrics file), the input's append cadence and the job's (median gap bet
 topic's appends and between the output topic's, followed every second as they come) and the
 job's latency (p99 over the output's commits of how old their newest record was), files and
 bytes under ``topics/`` per kind of topic, transaction-log versions, files under the Spark
-checkpoints and the local state, memory (PSS) of the generator, of the driver, its JVM and
-every other process of the job (Spark's Python daemon and workers, task hosts: see
+checkpoints and the local state, memory (PSS, read every 5 s and averaged per sample) of the
+generator, of the driver, its JVM and every other process of the job (Spark's Python daemon and workers, task hosts: see
 :mod:`deltastreams.devtools.servers.process_tree`), the generator's progress and the job's lag behind it. It prints a row
 per sample, stops the generator and the job with SIGTERM (the job stops between micro-batches;
 the soak checks that it exited 0 and left no process behind), prints the cadences and latency per
@@ -45,13 +45,16 @@ from deltastreams.conf.errors import DeltaStreamsError
 from deltastreams.devtools.harness import soak_verdict as verdict
 from deltastreams.jobs.pageview import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, build_topology
 from deltastreams.devtools.servers.process_tree import ProcessInfo, all_processes, job_processes, still_running, terminate
-from deltastreams.devtools.harness.soak_probe import BatchLog, CommitFollower, memory, memory_mb, storage
+from deltastreams.devtools.harness.soak_probe import BatchLog, CommitFollower, mean_memory, memory, memory_mb, storage
 from deltastreams.sinks import Topic
 
 STARTUP_TIMEOUT_S = 300.0
 GENERATOR_STOP_S = 30.0
 JOB_STOP_S = 120.0
 LEFTOVER_WAIT_S = 15.0
+MEMORY_EVERY_S = 5.0
+"""Seconds between memory readings; a sample's memory is the mean of the readings since the
+last sample (:func:`~deltastreams.devtools.harness.soak_probe.mean_memory` says why)."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,9 @@ class Soak:
         self.input_commits = CommitFollower(root, INPUT_TOPIC)
         self.output_commits = CommitFollower(root, OUTPUT_TOPIC, freshness=True)
         self.input_partitions = 1
+        self.memory_readings: list[dict] = []
+        self.generator_readings: list[float] = []
+        self.last_memory_read = 0.0
 
     # -- processes ---------------------------------------------------------------------------
 
@@ -194,6 +200,15 @@ class Soak:
 
     # -- sampling ----------------------------------------------------------------------------
 
+    def read_memory(self, processes: dict[int, ProcessInfo] | None = None) -> None:
+        """One memory reading of the job and the generator, kept for the next sample's means."""
+        processes = all_processes() if processes is None else processes
+        self.memory_readings.append(memory(self.job.pid, processes))
+        generator_mb = _pss_mb(processes, self.generator.pid)
+        if generator_mb is not None:
+            self.generator_readings.append(generator_mb)
+        self.last_memory_read = time.time()
+
     def sample(self, t: float, previous_t: float) -> dict:
         self.batch_log.read_new()
         self.follow()
@@ -204,6 +219,7 @@ class Soak:
         status = _read_json(self.status_path)
         generated = status.get("events")
         processes = all_processes()
+        self.read_memory(processes)
         row = {
             "t": round(t, 1),
             "time": time.time(),
@@ -219,9 +235,10 @@ class Soak:
             "generator_behind": status.get("behind_events"),
             "lag": None if generated is None else generated - consumed,
             **storage(self.settings.root, self.state_dir, APPLICATION_ID, (INPUT_TOPIC,)),
-            "memory_mb": memory(self.job.pid, processes),
-            "generator_memory_mb": _pss_mb(processes, self.generator.pid),
+            "memory_mb": mean_memory(self.memory_readings),
+            "generator_memory_mb": round(float(np.mean(self.generator_readings)), 1) if self.generator_readings else None,
         }
+        self.memory_readings, self.generator_readings = [], []
         if self.samples:
             row["consumed_per_s"] = round((consumed - self.samples[-1]["consumed"]) / max(t - previous_t, 1e-9), 1)
         self.samples.append(row)
@@ -238,6 +255,8 @@ class Soak:
                 while time.time() < self.first_batch_time + t:
                     self.check_alive()
                     self.follow()
+                    if time.time() - self.last_memory_read >= MEMORY_EVERY_S:
+                        self.read_memory()
                     time.sleep(max(0.0, min(1.0, self.first_batch_time + t - time.time())))
                 print(_row(self.sample(t, previous)), flush=True)
                 previous, k = t, k + 1

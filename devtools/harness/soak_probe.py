@@ -5,7 +5,8 @@
 - :func:`storage` counts files and bytes under ``topics/`` per kind of topic, the transaction
   logs' versions, and the files under the Spark checkpoints and the local state.
 - :func:`memory` sums the memory of the job's processes by role (PSS: shared pages divided among
-  the processes sharing them, so a fork is not counted twice).
+  the processes sharing them, so a fork is not counted twice); :func:`mean_memory` averages
+  several such readings taken between two samples.
 - :class:`CommitFollower` follows a topic's Delta log as it grows, keeping the time of every
   commit that appended records (and, for the output, how old its newest record was then), read
   as they come: log retention deletes the commit files behind the job (the output keeps about
@@ -164,6 +165,37 @@ def memory(driver_pid: int, processes: dict[int, ProcessInfo]) -> dict:
         "total": round(sum(by_role.values()), 1),
         "python_processes": sum(1 for e in listed if e["role"] not in ("driver", "jvm")),
         "processes": listed,
+    }
+
+
+def mean_memory(readings: list[dict]) -> dict:
+    """The mean of several :func:`memory` readings, in the same shape, with ``readings`` (how many)
+    and ``peak_total`` (the largest total read). Each process's figures are its mean over the
+    readings it appears in.
+
+    Why: the job's memory follows its own cycles (retention's steps run every minute, each
+    holding its working memory for a few seconds), so one reading a minute lands at a phase of
+    that cycle that drifts slowly through a run; a trend fitted to such readings measures the
+    drift, not growth. Readings spread across the minute see every phase."""
+    if not readings:
+        raise ValueError("mean_memory needs at least one reading")
+    n = len(readings)
+    by_pid: dict[int, list[dict]] = {}
+    for reading in readings:
+        for entry in reading["processes"]:
+            by_pid.setdefault(entry["pid"], []).append(entry)
+    processes = []
+    for pid, entries in by_pid.items():
+        numbers = {k for e in entries for k, v in e.items() if k != "pid" and isinstance(v, (int, float))}
+        mean = {k: round(sum(e[k] for e in entries if k in e) / sum(1 for e in entries if k in e), 1) for k in sorted(numbers)}
+        processes.append({"pid": pid, "role": entries[-1]["role"], **mean})
+    totals = {k: round(sum(r[k] for r in readings) / n, 1) for k in ("driver", "jvm", "python", "total")}
+    return {
+        **totals,
+        "python_processes": readings[-1]["python_processes"],
+        "processes": processes,
+        "readings": n,
+        "peak_total": max(r["total"] for r in readings),
     }
 
 

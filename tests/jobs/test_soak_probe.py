@@ -1,6 +1,8 @@
 import json
 
-from deltastreams.devtools.harness.soak_probe import BatchLog, storage, topic_kind
+import pytest
+
+from deltastreams.devtools.harness.soak_probe import BatchLog, mean_memory, storage, topic_kind
 
 
 def _file(path, size):
@@ -83,3 +85,29 @@ def test_commit_follower_keeps_appends_with_their_newest_records_age_and_skips_r
     assert optimize_files(topic.delta_table(), min_files=2, target_file_bytes=1 << 20).version == 4  # a rewrite, not an append
     topic.append(pa.table({"key": ["c"], "value": pa.array([3], pa.int64()), "timestamp": pa.array([now], pa.int64())}))
     assert [c.version for c in follower.read_new()] == [5] and follower.missed == 0
+
+
+def _reading(driver_mb, jvm_mb, *extra):
+    processes = [{"pid": 1, "role": "driver", "pss_mb": driver_mb, "rss_mb": driver_mb + 10}, {"pid": 2, "role": "jvm", "pss_mb": jvm_mb, "rss_mb": jvm_mb}, *extra]
+    python = sum(p["pss_mb"] for p in extra)
+    return {"driver": driver_mb, "jvm": jvm_mb, "python": python, "total": driver_mb + jvm_mb + python, "python_processes": len(extra), "processes": processes}
+
+
+def test_mean_memory_averages_every_figure_over_the_readings_that_saw_it():
+    # A driver that holds 60 MB more for one reading in four (a retention step's working memory):
+    # the mean sees a quarter of it, whatever phase the sample lands on.
+    worker = {"pid": 3, "role": "python worker", "pss_mb": 30.0, "rss_mb": 40.0}
+    readings = [_reading(200.0, 500.0), _reading(260.0, 500.0, worker), _reading(200.0, 500.0), _reading(200.0, 500.0)]
+
+    mean = mean_memory(readings)
+
+    assert mean["driver"] == 215.0 and mean["jvm"] == 500.0 and mean["python"] == 7.5 and mean["total"] == 722.5
+    assert mean["readings"] == 4 and mean["peak_total"] == 790.0
+    by_pid = {p["pid"]: p for p in mean["processes"]}
+    assert by_pid[1] == {"pid": 1, "role": "driver", "pss_mb": 215.0, "rss_mb": 225.0}
+    assert by_pid[3]["pss_mb"] == 30.0  # its own mean over the one reading it appeared in, not diluted by absences
+
+
+def test_mean_memory_of_no_readings_is_an_error():
+    with pytest.raises(ValueError):
+        mean_memory([])

@@ -39,6 +39,7 @@ def test_soak_runs_end_to_end_and_reports_sane_numbers(tmp_path):
     assert memory["driver"] > 20 and memory["jvm"] > 100 and memory["python_processes"] >= 1
     assert {p["role"] for p in memory["processes"]} >= {"driver", "jvm"}
     assert all(0 < p["pss_mb"] <= p["rss_mb"] + 0.1 for p in memory["processes"])
+    assert all(s["memory_mb"]["readings"] >= 2 for s in samples)  # read every 5 s, averaged per 10-s sample
 
     generator = report["generator"]
     assert generator["finished"] and generator["achieved_rate"] == pytest.approx(1000, rel=0.1)
