@@ -21,6 +21,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import fmean
 from urllib.parse import unquote
 
 import pyarrow.compute as pc
@@ -179,7 +180,6 @@ def mean_memory(readings: list[dict]) -> dict:
     drift, not growth. Readings spread across the minute see every phase."""
     if not readings:
         raise ValueError("mean_memory needs at least one reading")
-    n = len(readings)
     by_pid: dict[int, list[dict]] = {}
     for reading in readings:
         for entry in reading["processes"]:
@@ -187,14 +187,14 @@ def mean_memory(readings: list[dict]) -> dict:
     processes = []
     for pid, entries in by_pid.items():
         numbers = {k for e in entries for k, v in e.items() if k != "pid" and isinstance(v, (int, float))}
-        mean = {k: round(sum(e[k] for e in entries if k in e) / sum(1 for e in entries if k in e), 1) for k in sorted(numbers)}
+        mean = {k: round(fmean(e[k] for e in entries if k in e), 1) for k in sorted(numbers)}
         processes.append({"pid": pid, "role": entries[-1]["role"], **mean})
-    totals = {k: round(sum(r[k] for r in readings) / n, 1) for k in ("driver", "jvm", "python", "total")}
+    totals = {k: round(fmean(r[k] for r in readings), 1) for k in ("driver", "jvm", "python", "total")}
     return {
         **totals,
         "python_processes": readings[-1]["python_processes"],
         "processes": processes,
-        "readings": n,
+        "readings": len(readings),
         "peak_total": max(r["total"] for r in readings),
     }
 
