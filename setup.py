@@ -40,5 +40,10 @@ setup(
     # Kafka ranges read in C into Arrow buffers (sinks/_internal/kafka_range.c): optional, so an
     # install without a C compiler still works, reading Kafka through confluent-kafka's Python
     # objects (slower; sinks/_internal/kafka_arrow.py says so once in the log).
-    ext_modules=[Extension("deltastreams.sinks._internal._kafka_range", ["sinks/_internal/kafka_range.c"], libraries=["dl"], optional=True)],
+    # Flat JSON values parsed in C (sinks/_internal/json_columns.c), optional the same way: without
+    # it Arrow's JSON reader parses them (several times the CPU).
+    ext_modules=[
+        Extension("deltastreams.sinks._internal._kafka_range", ["sinks/_internal/kafka_range.c"], libraries=["dl"], optional=True),
+        Extension("deltastreams.sinks._internal._json_columns", ["sinks/_internal/json_columns.c"], optional=True),
+    ],
 )

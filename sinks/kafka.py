@@ -29,6 +29,9 @@ from deltastreams.sinks.serde import HEADERS, HEADERS_TYPE
 KEY, VALUE, REJECTED = "key", "value", "_rejected"
 FORMATS = ("bytes", "string", "json", "long", "int")
 _LONG, _INT = struct.Struct(">q"), struct.Struct(">i")
+# UnicodeEncodeError: a lone surrogate, which json.loads lets through from "\\ud800"
+_DOES_NOT_FIT = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError, UnicodeEncodeError)
+_JSON_KINDS = {list: "array", str: "string", bool: "boolean"}
 _DEFAULT_TYPES = {"bytes": pa.binary(), "string": pa.string(), "long": pa.int64(), "int": pa.int32()}
 
 
@@ -290,18 +293,21 @@ def _decode_column(raw: pa.Array, fmt: str, target: pa.DataType) -> tuple[pa.Arr
     decoded = kafka_arrow.decode_column(raw, fmt, target)
     if decoded is not None:
         return decoded, [None] * len(raw)
-    return _decode(raw.to_pylist(), fmt, target)
+    return _decode_each(raw.to_pylist(), fmt, target)
 
 
 def _decode(raw: list[bytes | None], fmt: str, target: pa.DataType) -> tuple[pa.Array, list[str | None]]:
     """Decoded values (null where undecodable) and, per record, why it could not be decoded."""
-    errors: list[str | None] = [None] * len(raw)
     if fmt == "bytes":
-        return pa.array(raw, pa.binary()), errors
-    if fmt == "json" and pa.types.is_struct(target) and raw and None not in raw:
-        fast = _json_objects(raw, target)
-        if fast is not None:
-            return fast, errors
+        return pa.array(raw, pa.binary()), [None] * len(raw)
+    if fmt == "json" and pa.types.is_struct(target):  # column-wise, as from the reader in C
+        return _decode_column(pa.array(raw, pa.binary()), fmt, target)
+    return _decode_each(raw, fmt, target)
+
+
+def _decode_each(raw: list[bytes | None], fmt: str, target: pa.DataType) -> tuple[pa.Array, list[str | None]]:
+    """:func:`_decode` one record at a time: the path that names each record it rejects."""
+    errors: list[str | None] = [None] * len(raw)
     decoded: list[Any] = []
     for i, data in enumerate(raw):
         if data is None:
@@ -311,7 +317,7 @@ def _decode(raw: list[bytes | None], fmt: str, target: pa.DataType) -> tuple[pa.
             if fmt == "string":
                 decoded.append(data.decode("utf-8"))
             elif fmt == "json":
-                decoded.append(json.loads(data))
+                decoded.append(_json_value(data, target))
             elif fmt == "long":
                 decoded.append(_LONG.unpack(data)[0])
             else:
@@ -321,23 +327,25 @@ def _decode(raw: list[bytes | None], fmt: str, target: pa.DataType) -> tuple[pa.
             decoded.append(None)
     try:
         return pa.array(decoded, target), errors
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+    except _DOES_NOT_FIT:
         pass
     array = []
     for i, value in enumerate(decoded):  # one by one: name the records that do not fit
         try:
             pa.array([value], target)
             array.append(value)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
+        except _DOES_NOT_FIT as e:
             errors[i] = f"does not fit {target}: {e}"
             array.append(None)
     return pa.array(array, target), errors
 
 
-def _json_objects(raw: list[bytes], target: pa.StructType) -> pa.Array | None:
-    """JSON objects into a struct type column-wise; None when any record is not one object on one
-    line starting with ``{``, or does not fit (the per-record path then names the culprits)."""
-    return kafka_arrow.json_objects(b"\n".join(raw), len(raw), target)
+def _json_value(data: bytes, target: pa.DataType) -> Any:
+    value = json.loads(data)
+    if pa.types.is_struct(target) and value is not None and not isinstance(value, dict):
+        # pyarrow would take a list (of pairs, or empty) for a struct
+        raise ValueError(f"a JSON {_JSON_KINDS.get(type(value), 'number')}, not an object")
+    return value
 
 
 # -- writing ---------------------------------------------------------------------------------------

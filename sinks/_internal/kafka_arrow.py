@@ -9,8 +9,8 @@ there (setup.py: optional); without it :func:`read_raw` returns None and ``sinks
 through confluent-kafka's objects, after one warning in the log.
 
 The decoders return None where a record needs the per-record path (a value that is not UTF-8, not
-8 bytes for a long, JSON spanning lines or with nulls among the values): that path names the
-records it rejects.
+8 bytes for a long, JSON that neither the parser in C (``json_columns``) nor Arrow's JSON reader
+takes): that path names the records it rejects.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltastreams.sinks._internal import json_columns
 from deltastreams.sinks.serde import HEADERS_TYPE
 
 log = logging.getLogger(__name__)
@@ -240,7 +241,10 @@ def decode_column(raw: pa.Array, fmt: str, target: pa.DataType) -> pa.Array | No
             return None
     if fmt in _INT_WIDTHS and target == _INT_WIDTHS[fmt][1]:
         return _big_endian_ints(raw, *_INT_WIDTHS[fmt])
-    if fmt == "json" and pa.types.is_struct(target) and len(raw) and raw.null_count == 0:
+    if fmt == "json" and pa.types.is_struct(target) and len(raw):
+        flat = json_columns.flat_objects(raw, target)
+        if flat is not None or raw.null_count:
+            return flat
         data, bounds = _data(raw)
         lines = np.insert(data, bounds[1:-1], ord("\n"))
         return json_objects(lines.tobytes(), len(raw), target)
@@ -291,4 +295,9 @@ def json_objects(lines: bytes, count: int, target: pa.StructType) -> pa.Array | 
         return None
     if table.num_rows != count:
         return None
-    return pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in target], fields=list(target))
+    objects = pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in target], fields=list(target))
+    try:
+        objects.validate(full=True)  # Arrow's reader lets bytes that are not UTF-8 into strings
+    except pa.ArrowInvalid:
+        return None
+    return objects
