@@ -18,3 +18,21 @@ def test_the_archive_is_used_only_while_its_key_matches_this_pyspark_and_jvm(tmp
     key.write_text(class_archive.key())
     assert class_archive.java_options() == f"-XX:SharedArchiveFile={archive}"
     assert class_archive.key().startswith("pyspark 4.")  # names the pyspark whose jars are the class path
+
+
+def test_the_embedded_jvm_gets_the_archive_and_c1_before_the_applications_own_options(tmp_path, monkeypatch):
+    from deltastreams.streams._internal.spark.session import QUICK_JIT, driver_java_options
+
+    archive, key = tmp_path / "spark-classes.jsa", tmp_path / "spark-classes.key"
+    monkeypatch.setattr(class_archive, "ARCHIVE", archive)
+    monkeypatch.setattr(class_archive, "KEY", key)
+    assert driver_java_options("") == QUICK_JIT == "-XX:TieredStopAtLevel=1"
+    archive.write_bytes(b"an archive")
+    key.write_text(class_archive.key())
+    # the application's flags come last: HotSpot takes a flag's last value, so theirs win
+    assert driver_java_options("-XX:TieredStopAtLevel=4") == f"-XX:SharedArchiveFile={archive} -XX:TieredStopAtLevel=1 -XX:TieredStopAtLevel=4"
+
+
+def test_the_test_sessions_jvm_runs_with_c1_only(spark):
+    arguments = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert "-XX:TieredStopAtLevel=1" in arguments
