@@ -94,9 +94,10 @@ QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 
 def driver_java_options(configured: str) -> str:
-    """The JVM options of a JVM the embedded session starts: the class archive (when it is
-    current) and :data:`QUICK_JIT`, then the application's own (``spark_conf``), which win where
-    they set the same flag (HotSpot takes a flag's last value)."""
+    """The options of a driver JVM this process starts (the embedded session's; with a cluster's
+    master, a driver that only schedules too): the class archive (when it is current) and
+    :data:`QUICK_JIT`, then the application's own (``spark_conf``), which win where they set the
+    same flag (HotSpot takes a flag's last value). Executors keep Spark's defaults."""
     return " ".join(o for o in (class_archive.java_options(), QUICK_JIT, configured) if o)
 
 
