@@ -29,9 +29,8 @@ def flat_objects(raw: pa.Array, target: pa.StructType) -> pa.StructArray | None:
     fields = _fields(target)
     if _json_columns is None or fields is None or not len(raw):
         return None
-    validity = None
-    if raw.null_count:
-        validity = np.packbits(raw.is_valid().to_numpy(zero_copy_only=False), bitorder="little").tobytes()
+    valid = raw.is_valid().to_numpy(zero_copy_only=False) if raw.null_count else None
+    validity = None if valid is None else np.packbits(valid, bitorder="little").tobytes()
     data = raw.buffers()[2]
     offsets = raw.buffers()[1][raw.offset * 4 : (raw.offset + len(raw) + 1) * 4]
     columns = _json_columns.parse(data if data is not None else b"", offsets, validity, len(raw), fields)
@@ -44,8 +43,7 @@ def flat_objects(raw: pa.Array, target: pa.StructType) -> pa.StructArray | None:
                 child.validate(full=True)  # the parser copies strings' bytes as they are: Arrow checks UTF-8
     except pa.ArrowInvalid:
         return None
-    mask = None if validity is None else pa.array(~raw.is_valid().to_numpy(zero_copy_only=False))
-    return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    return pa.StructArray.from_arrays(children, fields=list(target), mask=None if valid is None else pa.array(~valid))
 
 
 def _fields(target: pa.StructType) -> list[tuple[bytes, int]] | None:
