@@ -159,3 +159,21 @@ def test_a_rocksdb_stores_memtable_stays_bounded_under_overwrites_and_deletes(tm
     assert memtables <= 2 * WRITE_BUFFER_BYTES + (1 << 20), f"{memtables:,} bytes in memtables after {written:,} bytes written"
     assert store.get(time_key(2_999, b"k3")) == value and store.get(time_key(2_990, b"k3")) is None
     store.close()
+
+
+def test_a_rocksdb_stores_meta_family_flushes_on_its_own(tmp_path):
+    # The meta family holds the store's positions, overwritten every batch, and RocksDB flushes a
+    # family only when its own memtable is full: sized like the data's, it held ~1.5 hours of
+    # positions (each task host +2.6 MB an hour in the 2-hour soak of issue 42).
+    from deltastreams.state._internal.rocksdb import META_WRITE_BUFFER_BYTES
+
+    store = RocksDBKeyValueStore("windows", tmp_path / "db")
+    for batch in range(40_000):  # ~2.6 MB of position updates, as a host writes in an hour
+        store.write([], meta={"offset": b"%020d" % batch, "applied": b"%020d" % batch})
+    meta = store._meta.property_int_value("rocksdb.cur-size-all-mem-tables")
+    assert meta <= 2 * META_WRITE_BUFFER_BYTES + (64 << 10), f"{meta:,} bytes in the meta family's memtables"
+    assert store.get_meta("offset") == b"%020d" % 39_999
+    store.close()
+    again = RocksDBKeyValueStore("windows", tmp_path / "db")
+    assert again.get_meta("applied") == b"%020d" % 39_999
+    again.close()
