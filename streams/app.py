@@ -37,6 +37,7 @@ from deltastreams.conf import BadRecordPolicy, StreamsConfig
 from deltastreams.conf.errors import ConfigError, DeltaStreamsError, TopicNotFoundError, TopologyError
 from deltastreams.sinks import Topic, check_encoded_values, check_expected_types, is_object_store, require_exclusive_commits, require_reachable, root_has_topics, use_storage_options
 from deltastreams.streams._internal.runtime import task_host
+from deltastreams.streams._internal.runtime.arrow_memory import use_system_pool
 from deltastreams.streams._internal.runtime.bad_input import BadInputReport, stop_error
 from deltastreams.streams._internal.runtime.checkpoints import fresh_checkpoint
 from deltastreams.streams._internal.runtime.committer import Committer
@@ -202,6 +203,7 @@ class StreamsApp:
 
     def start(self) -> None:
         self._set_up_logging()
+        use_system_pool()
         self._failed = False
         self._lifecycle.to(AppState.REBALANCING)
         try:
