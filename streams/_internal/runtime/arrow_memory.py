@@ -7,8 +7,9 @@ Arrow held next to nothing: in a soak of issue 42 (2,000 events/s, 100 ms), mima
 36 -> 62.5 MB with 0-4 MB live, and the driver at minute 10 223 MB against 178 MB on the system
 pool. Four threads at a time allocating and freeing, 120 in all, leave 284 MB resident on
 mimalloc and 126 MB on the system pool, nothing live in either. The task hosts keep
-mimalloc: each is single-threaded, and the Kafka reader's buffers are faster there (5M events
-from Kafka 13.0 s against 15.1 s with every process on the system pool).
+mimalloc: each is single-threaded (one heap, reused), and they allocate the Kafka reader's
+buffers (5M events from Kafka took 15.1 s with every process on the system pool against 13.0 s,
+one pair of runs on a machine whose runs vary by +-2 s).
 """
 
 from __future__ import annotations
