@@ -61,7 +61,6 @@ from deltastreams.streams._internal.runtime.skips import PROPERTY as SKIPS
 from deltastreams.streams._internal.runtime.skips import Skips
 from deltastreams.streams._internal.runtime.timing import Phases
 from deltastreams.streams._internal.runtime.topology_guard import check_topology_upgrade, keep_records
-from deltastreams.streams._internal.spark.listener import query_listener
 from deltastreams.streams._internal.spark.session import spark_session
 from deltastreams.streams._internal.spark.session_start import SessionStart, embedded_master
 from deltastreams.streams._internal.spark.job import TriggerJob
@@ -122,7 +121,6 @@ class StreamsApp:
         self.kafka_mirror: KafkaMirror | None = None
         self.heartbeat: Heartbeat | None = None
         """Tells ``status`` and ``reset`` this instance is alive (:mod:`deltastreams.streams._internal.runtime.heartbeat`)."""
-        self._listener = None
         self._checkpoint_restarts = 0
         self.log_file: str | None = str(log_file) if log_file is not None else None
         """Where details go (set at :meth:`start` unless ``loglevel`` is None); Spark's own output
@@ -325,8 +323,6 @@ class StreamsApp:
             self._run_while_session_starts(session, hosts, phases)
         self.spark = session.get()
         with phases.time("query"):
-            self._listener = query_listener()
-            self.spark.streams.addListener(self._listener)
             self._start_query()
         log.info("application %s started in %.1f s (%s)", self.config.application_id, sum(phases.values()), phases.describe())
 
@@ -553,7 +549,6 @@ class StreamsApp:
                 query.stop()
             except Exception:  # noqa: BLE001 - stopping is best effort; progress is in the transaction logs
                 log.debug("stopping the query failed", exc_info=True)
-            self._remove_listener(str(query.id))
         if self.trigger is not None:
             self.trigger.ticks.close()
             self.trigger.close()
@@ -601,17 +596,6 @@ class StreamsApp:
             self.retention.purge()
         except Exception:  # noqa: BLE001 - the next start purges them; stopping must not fail for it
             log.warning("the last purge before stopping failed; the next start does it", exc_info=True)
-
-    def _remove_listener(self, query_id: str) -> None:
-        if self._listener is None or self.spark is None:
-            return
-        # Spark delivers listener events asynchronously: remove the listener only once it has
-        # seen the query end, or a late event would call back into a closed Python side.
-        wait_until = time.monotonic() + 5
-        while query_id not in self._listener.terminated and time.monotonic() < wait_until:
-            time.sleep(0.05)
-        self.spark.streams.removeListener(self._listener)
-        self._listener = None
 
     def _stop_hosts(self) -> None:
         """Task hosts on this machine (all of them in local mode) exit now, closing their
