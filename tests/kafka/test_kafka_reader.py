@@ -17,6 +17,7 @@ from confluent_kafka import Producer
 from deltastreams.sinks import kafka
 from deltastreams.sinks._internal import json_columns, kafka_arrow
 from deltastreams.sinks.kafka import KafkaTopic, OffsetOutOfRangeError, read_range, watermarks
+from tests.kafka.waiting import eventually
 
 VALUE_TYPE = pa.struct([("user", pa.string()), ("n", pa.int64())])
 
@@ -131,7 +132,7 @@ def test_a_range_ending_at_a_transaction_marker_ends_without_waiting(broker, top
         txn.produce(topic_name, key=b"k", value=f"v{i}".encode(), partition=0)
     txn.commit_transaction(30)
     topic = KafkaTopic(broker.bootstrap_servers, topic_name)
-    assert watermarks(topic, [0])[0] == (0, 4)  # three records and the commit marker
+    assert eventually(lambda: watermarks(topic, [0])[0], (0, 4)) == (0, 4)  # three records and the commit marker
     started = time.monotonic()
     table = read_range(topic, 0, 0, 4, 20)
     assert time.monotonic() - started < 5

@@ -12,6 +12,7 @@ from __future__ import annotations
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from deltastreams.sinks.kafka import KafkaTopic, read_range, watermarks
+from tests.kafka.waiting import eventually
 
 
 def consume_all(broker, topic, isolation):
@@ -82,5 +83,6 @@ def test_a_read_committed_end_stops_before_an_open_transaction(broker, topic_nam
     topic = KafkaTopic(broker.bootstrap_servers, topic_name)
     assert watermarks(topic, [0]) == {0: (0, 5)}
     transactional.commit_transaction(10)
-    assert watermarks(topic, [0]) == {0: (0, 7)}
+    assert eventually(lambda: watermarks(topic, [0]), {0: (0, 7)}) == {0: (0, 7)}
     assert read_range(topic, 0, 0, 7)["value"].to_pylist() == ["0", "1", "2", "3", "4", "open"]
+
