@@ -85,4 +85,3 @@ def test_a_read_committed_end_stops_before_an_open_transaction(broker, topic_nam
     transactional.commit_transaction(10)
     assert eventually(lambda: watermarks(topic, [0]), {0: (0, 7)}) == {0: (0, 7)}
     assert read_range(topic, 0, 0, 7)["value"].to_pylist() == ["0", "1", "2", "3", "4", "open"]
-
