@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyarrow import acero
 
 from deltastreams.streams._internal.processing.flow import SEQ, BadRecords, Flow, carry_headers, flow_schema, infer_array
 from deltastreams.streams._internal.processing.operator import BuildContext, Operator, ProcessContext
@@ -63,6 +62,11 @@ def _expression_input(flow: Flow) -> pa.Table:
 
 
 def _project(table: pa.Table, expressions: list) -> list[pa.ChunkedArray]:
+    # Imported here, not at the top: acero brings pyarrow.dataset and pandas (~0.3 s), and the
+    # driver imports this module without ever projecting; the host factory imports it once for
+    # every host it forks (task_host.factory).
+    from pyarrow import acero
+
     names = [f"_{i}" for i in range(len(expressions))]
     plan = acero.Declaration.from_sequence(
         [

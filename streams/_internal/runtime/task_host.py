@@ -265,6 +265,7 @@ def factory(watch_pid: int) -> None:
     if listener is None:
         return
     import deltastreams.streams._internal.runtime.task  # noqa: F401 - the imports every host needs, paid once
+    from pyarrow import acero  # noqa: F401 - expression projections; the processing core imports it lazily for the driver's sake
     from pyspark import cloudpickle  # noqa: F401 - unpickles the shipped topology
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # hosts are reaped by the kernel
