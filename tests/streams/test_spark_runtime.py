@@ -70,6 +70,10 @@ def test_a_run_stopped_half_way_completes_on_restart(spark, tmp_path):
 
     while sum(1 for m in app.history if m.subtopology == 0) < 2:
         time.sleep(0.1)
+    # A Python StreamingQueryListener costs the JVM half a core at a 100 ms interval (each progress
+    # event crosses py4j twice on Spark's listener thread): the running application has none.
+    listeners = [listener.getClass().getName() for listener in spark._jsparkSession.streams().listListeners()]
+    assert not [name for name in listeners if "Python" in name], listeners
     app.stop()
     half = sum(m.records_in for m in app.history if m.subtopology == 0)
     assert 0 < half < 12_000
