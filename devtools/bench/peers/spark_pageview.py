@@ -19,7 +19,7 @@ and complete output modes only, and append mode emits a window only once the wat
 (every result at least window + grace late, the last windows never).
 
 The job stops once ``--events`` input rows are processed (every micro-batch's progress is
-collected by a listener; on a live stream the number comes later, in ``--events-file``) and writes ``--timings`` (JSON): wall-clock times of the session's
+polled from the query; on a live stream the number comes later, in ``--events-file``) and writes ``--timings`` (JSON): wall-clock times of the session's
 start and readiness, the query's start, every micro-batch's progress (input rows, offsets,
 watermark, durations, rows dropped as late), the moment the last input row's batch was
 done, and the stop.
@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 import time
 
 VIEW_SCHEMA = "user_id STRING, page_id STRING, category STRING, duration_s INT"
@@ -118,27 +117,8 @@ def windowed_counts(views, *, window_ms: int, grace_ms: int, min_duration_s: int
 
 def run(spark, args: argparse.Namespace, timings: dict) -> None:
     from pyspark.sql import functions as F
-    from pyspark.sql.streaming import StreamingQueryListener
 
     batches: list[dict] = []
-    processed = threading.Event()
-
-    class Progress(StreamingQueryListener):
-        def onQueryStarted(self, event) -> None:
-            pass
-
-        def onQueryProgress(self, event) -> None:
-            progress = json.loads(event.progress.json)
-            batches.append(progress)
-            if sum(b["numInputRows"] for b in batches) >= expected_events(args):
-                timings.setdefault("done", time.time())
-                processed.set()
-
-        def onQueryIdle(self, event) -> None:
-            pass
-
-        def onQueryTerminated(self, event) -> None:
-            processed.set()
 
     def append(frame, batch_id: int) -> None:
         (
@@ -150,7 +130,6 @@ def run(spark, args: argparse.Namespace, timings: dict) -> None:
             .save(args.output)
         )
 
-    spark.streams.addListener(Progress())
     counts = windowed_counts(pageviews(spark, args), window_ms=args.window_ms, grace_ms=args.grace_ms, min_duration_s=args.min_duration_s)
     timings["query_start"] = time.time()
     query = (
@@ -161,14 +140,38 @@ def run(spark, args: argparse.Namespace, timings: dict) -> None:
         .start()
     )
     try:
-        while not processed.wait(0.05):
-            if query.exception() is not None:
+        while query.isActive():
+            news = _collect_progress(query, batches)
+            if sum(b["numInputRows"] for b in batches) >= expected_events(args):
+                timings["done"] = time.time()
                 break
+            if not news:
+                time.sleep(0.05)
         if query.exception() is not None:
             raise RuntimeError(f"the Spark query failed: {query.exception()}")
     finally:
         query.stop()
         timings["batches"] = [_batch_summary(b) for b in batches]
+
+
+def _collect_progress(query, batches: list[dict]) -> bool:
+    """Append the progress of every micro-batch finished since the last call (False: none new).
+
+    Polled, not heard through a Python StreamingQueryListener: pyspark builds each listener
+    event from the JVM's object field by field over py4j, on Spark's listener thread, which cost
+    deltastreams' own application half a core at a 100 ms interval until it dropped its listener
+    (2ae81a9). Here a poll is two py4j calls, and one more per new batch.
+    """
+    last = query._jsq.lastProgress()
+    seen = batches[-1]["batchId"] if batches else -1
+    if last is None or last.batchId() <= seen:
+        return False
+    if last.batchId() == seen + 1:
+        batches.append(json.loads(last.json()))
+    else:  # batches finished between two polls: Spark keeps the recent ones (100 by default)
+        recent = [json.loads(p.json()) for p in query._jsq.recentProgress()]
+        batches.extend(p for p in recent if p["batchId"] > seen)
+    return True
 
 
 def expected_events(args: argparse.Namespace) -> float:
