@@ -140,7 +140,7 @@ def run(spark, args: argparse.Namespace, timings: dict) -> None:
         .start()
     )
     try:
-        while query.isActive():
+        while query.isActive:
             news = _collect_progress(query, batches)
             if sum(b["numInputRows"] for b in batches) >= expected_events(args):
                 timings["done"] = time.time()
