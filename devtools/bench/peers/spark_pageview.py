@@ -160,7 +160,8 @@ def _collect_progress(query, batches: list[dict]) -> bool:
     Polled, not heard through a Python StreamingQueryListener: pyspark builds each listener
     event from the JVM's object field by field over py4j, on Spark's listener thread, which cost
     deltastreams' own application half a core at a 100 ms interval until it dropped its listener
-    (2ae81a9). Here a poll is two py4j calls, and one more per new batch.
+    (2ae81a9). Here a poll is three py4j calls (isActive, lastProgress, its batchId), and one
+    more per new batch.
     """
     last = query._jsq.lastProgress()
     seen = batches[-1]["batchId"] if batches else -1
