@@ -70,8 +70,8 @@ def test_a_run_stopped_half_way_completes_on_restart(spark, tmp_path):
 
     while sum(1 for m in app.history if m.subtopology == 0) < 2:
         time.sleep(0.1)
-    # A Python StreamingQueryListener costs the JVM half a core at a 100 ms interval (each progress
-    # event crosses py4j twice on Spark's listener thread): the running application has none.
+    # A Python StreamingQueryListener costs the JVM half a core at a 100 ms interval (pyspark builds
+    # each progress event field by field over py4j, on Spark's listener thread): the application has none.
     listeners = [listener.getClass().getName() for listener in spark._jsparkSession.streams().listListeners()]
     assert not [name for name in listeners if "Python" in name], listeners
     app.stop()
