@@ -45,7 +45,7 @@ from deltastreams.conf.errors import DeltaStreamsError
 from deltastreams.devtools.harness import soak_verdict as verdict
 from deltastreams.jobs.pageview import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, build_topology
 from deltastreams.devtools.servers.process_tree import ProcessInfo, all_processes, job_processes, still_running, terminate
-from deltastreams.devtools.harness.soak_probe import BatchLog, CommitFollower, mean_memory, memory, memory_mb, storage
+from deltastreams.devtools.harness.soak_probe import BatchLog, CommitFollower, FileSizes, mean_memory, memory, memory_mb, storage
 from deltastreams.sinks import Topic
 
 STARTUP_TIMEOUT_S = 300.0
@@ -127,6 +127,7 @@ class Soak:
         self.output_commits = CommitFollower(root, OUTPUT_TOPIC, freshness=True)
         self.input_partitions = 1
         self.memory_readings: list[dict] = []
+        self.file_sizes = FileSizes()  # the input's files, stat'ed once each (a minute's walk grew to 2.5 s of CPU)
         self.generator_readings: list[float] = []
         self.last_memory_read = 0.0
 
@@ -234,7 +235,7 @@ class Soak:
             "latency_ms_p99": _p99([c.freshest_ms for c in outputs if c.freshest_ms is not None]),
             "generator_behind": status.get("behind_events"),
             "lag": None if generated is None else generated - consumed,
-            **storage(self.settings.root, self.state_dir, APPLICATION_ID, (INPUT_TOPIC,)),
+            **storage(self.settings.root, self.state_dir, APPLICATION_ID, (INPUT_TOPIC,), known=self.file_sizes),
             "memory_mb": mean_memory(self.memory_readings),
             "generator_memory_mb": round(float(np.mean(self.generator_readings)), 1) if self.generator_readings else None,
         }

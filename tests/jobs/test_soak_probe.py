@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from deltastreams.devtools.harness.soak_probe import BatchLog, mean_memory, storage, topic_kind
+from deltastreams.devtools.harness.soak_probe import BatchLog, FileSizes, mean_memory, storage, topic_kind
 
 
 def _file(path, size):
@@ -35,6 +35,24 @@ def test_storage_counts_files_and_bytes_per_kind_of_topic(tmp_path):
     assert found["transaction_logs"] == 2 and found["transaction_versions"] == 4 and found["transaction_log_files"] == 4
     assert found["checkpoint_files"] == 2
     assert (found["state_files"], found["state_bytes"]) == (1, 50)
+
+
+def test_storage_from_earlier_readings_follows_added_removed_and_rewritten_files(tmp_path):
+    known = FileSizes()
+    events = tmp_path / "topics" / "pageview-events"
+    _file(events / "partition=0" / "a.parquet", 100)
+    _file(events / "_delta_log" / "_last_checkpoint", 10)
+
+    def both():
+        return storage(tmp_path, tmp_path / "state", "pageview", ("pageview-events",), known=known), storage(tmp_path, tmp_path / "state", "pageview", ("pageview-events",))
+
+    first, fresh = both()
+    assert first == fresh and first["topics"]["input"] == {"files": 2, "bytes": 110, "delta_log_files": 1, "tables": 1}
+    _file(events / "partition=1" / "b.parquet", 200)  # a new directory and file
+    _file(events / "_delta_log" / "_last_checkpoint", 30)  # rewritten in place
+    (events / "partition=0" / "a.parquet").unlink()  # retention
+    second, fresh = both()
+    assert second == fresh and second["topics"]["input"] == {"files": 2, "bytes": 230, "delta_log_files": 1, "tables": 1}
 
 
 def test_storage_of_an_empty_root_is_zero(tmp_path):
