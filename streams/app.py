@@ -62,7 +62,7 @@ from deltastreams.streams._internal.runtime.skips import Skips
 from deltastreams.streams._internal.runtime.timing import Phases
 from deltastreams.streams._internal.runtime.topology_guard import check_topology_upgrade, keep_records
 from deltastreams.streams._internal.spark.session import spark_session
-from deltastreams.streams._internal.spark.session_start import SessionStart, embedded_master
+from deltastreams.streams._internal.spark.session_start import SessionStart, embedded_master, prepare_task_hosts
 from deltastreams.streams._internal.spark.job import TriggerJob
 from deltastreams.streams._internal.spark.trigger import BatchMetrics, Trigger
 from deltastreams.streams.command_line import CommandLine
@@ -242,7 +242,7 @@ class StreamsApp:
         phases = Phases()
         master = embedded_master(self.config) if self.spark is None else None
         if master is not None:  # the task hosts' imports, meanwhile (see _session_start)
-            threading.Thread(target=task_host.prepare_here, kwargs={"log_file": self.log_file}, name="deltastreams-host-factory", daemon=True).start()
+            prepare_task_hosts(self.config, log_file=self.log_file)
         with phases.time("check"):
             require_reachable(self.config.root)
             require_no_rescale(self.config.root, self.config.application_id)

@@ -38,7 +38,8 @@ from typing import Any
 
 from deltastreams.conf import StreamsConfig
 from deltastreams.conf.errors import ConfigError, DeltaStreamsError
-from deltastreams.streams.console import run_from_terminal
+from deltastreams.streams._internal.spark.session_start import prepare_task_hosts
+from deltastreams.streams.console import default_log_file, run_from_terminal
 from deltastreams.streams.operations import OPERATIONS, add_common_options, add_operations, add_settings_options, load_config, reach, run_operation
 from deltastreams.topology.graph import Topology
 
@@ -223,10 +224,14 @@ class CommandLine:
             **self._settings_of_options(options),
         }
         config = load_config(self.settings, options, flags)
+        log_file = Path(options.log_file) if options.log_file else default_log_file(config)
+        # Before the topology is built: building it may cost the driver ~0.5 s (a pyarrow
+        # expression imports pandas), which the hosts' imports then overlap.
+        prepare_task_hosts(config, log_file=str(log_file))
         app = self.app_class(self.build_topology(options), config)
         if options.metrics_file:
             app.progress.write_metrics_to(options.metrics_file)
-        return run_from_terminal(app, until_caught_up=options.until_caught_up, timeout_s=options.timeout_s, log_file=options.log_file and Path(options.log_file))
+        return run_from_terminal(app, until_caught_up=options.until_caught_up, timeout_s=options.timeout_s, log_file=log_file)
 
     def _describe(self, options: argparse.Namespace) -> int:
         print(self.build_topology(options).describe(), end="")

@@ -115,6 +115,8 @@ def _spawn_factory(watch_pid: int, *, from_driver: bool = False, log_file: str |
         # file, deaf to the terminal's Ctrl-C as PySpark's JVM is: the driver stops between
         # batches on it, and a host must finish the batch it runs.
         global _driver_factory
+        if log_file:  # before the application's logging has made its folder, when spawned early
+            os.makedirs(os.path.dirname(os.path.abspath(log_file)), exist_ok=True)
         output = open(log_file, "ab") if log_file else None  # noqa: SIM115 - the child keeps its own copy
         try:
             _driver_factory = subprocess.Popen([*command, "--ignore-sigint"], stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env, close_fds=True)

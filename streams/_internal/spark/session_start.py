@@ -16,9 +16,21 @@ import threading
 import time
 from collections.abc import Callable
 
+from deltastreams.conf import StreamsConfig
+from deltastreams.streams._internal.runtime import task_host
 from deltastreams.streams._internal.spark.session import embedded_master
 
-__all__ = ["SessionStart", "embedded_master"]
+__all__ = ["SessionStart", "embedded_master", "prepare_task_hosts"]
+
+
+def prepare_task_hosts(config: StreamsConfig, *, log_file: str | None) -> None:
+    """Spawn the task hosts' factory now, on a thread, if the application will run embedded (its
+    hosts are then the driver's children): the factory's imports (the processing core, ~1 s)
+    overlap whatever the driver does before its first trigger needs a host. Called again (the
+    command line calls it before building the topology, the start calls it in any case), it finds
+    the factory running."""
+    if embedded_master(config) is not None:
+        threading.Thread(target=task_host.prepare_here, kwargs={"log_file": log_file}, name="deltastreams-host-factory", daemon=True).start()
 
 
 class SessionStart:
