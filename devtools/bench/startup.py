@@ -49,16 +49,42 @@ class Run:
         return f"  {self.checkout:8} {self.case:10} load {self.load:4.1f}: {marks}"
 
 
-def _generate(env: dict, root: Path, seed: int) -> None:
+THIS_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """Where a run's processes take deltastreams from: its folder first on the path, and their
+    working directory. (``python -m`` puts the working directory before PYTHONPATH: a baseline
+    run from this checkout's folder ran this checkout's code, until 2026-11-29.)"""
+
+    folder: Path
+
+    @property
+    def process_args(self) -> dict:
+        """The ``subprocess`` arguments of every process of a run."""
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self.folder), env.get("PYTHONPATH", "")) if p)
+        return {"env": env, "cwd": self.folder}
+
+    def require_own_code(self) -> None:
+        found = subprocess.run(
+            [sys.executable, "-c", "import deltastreams.jobs.pageview as p; print(p.__file__)"], **self.process_args, check=True, capture_output=True, text=True,
+        ).stdout.strip()  # fmt: skip
+        if not Path(found).resolve().is_relative_to(self.folder.resolve()):
+            raise SystemExit(f"a run meant for {self.folder} imports deltastreams from {found}")
+
+
+def _generate(checkout: Checkout, root: Path, seed: int) -> None:
     subprocess.run([sys.executable, "-m", "deltastreams.jobs.pageview", "generate", "--root", str(root), "--events", str(EVENTS), "--seed", str(seed)],
-                   env=env, check=True, capture_output=True)  # fmt: skip
+                   **checkout.process_args, check=True, capture_output=True)  # fmt: skip
 
 
-def _launch(env: dict, root: Path, *, until_caught_up: bool, stop_after_first_batch: bool, timeout_s: float) -> tuple[dict[str, float], str]:
+def _launch(checkout: Checkout, root: Path, *, until_caught_up: bool, stop_after_first_batch: bool, timeout_s: float) -> tuple[dict[str, float], str]:
     """Runs the job; returns seconds from launch to each mark and the application's start line."""
     command = [sys.executable, "-m", "deltastreams.jobs.pageview", "run", "--root", str(root)] + (["--until-caught-up"] if until_caught_up else [])
     launched = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(command, **checkout.process_args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     marks: dict[str, float] = {}
     started_line = ""
     killer = threading.Timer(timeout_s, process.kill)
@@ -86,28 +112,20 @@ def _launch(env: dict, root: Path, *, until_caught_up: bool, stop_after_first_ba
     return marks, started_line
 
 
-def _env(checkout: Path | None) -> dict:
-    env = dict(os.environ)
-    if checkout is not None:  # its deltastreams first on the path (the venv's .pth names this checkout)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(checkout), env.get("PYTHONPATH", "")) if p)
-    return env
-
-
-def measure(name: str, checkout: Path | None, base: Path, rep: int, timeout_s: float) -> list[Run]:
-    env = _env(checkout)
+def measure(name: str, checkout: Checkout, base: Path, rep: int, timeout_s: float) -> list[Run]:
     runs = []
     fresh = base / f"{name}-{rep}-fresh"
-    _generate(env, fresh, seed=rep)
+    _generate(checkout, fresh, seed=rep)
     run = Run(name, "fresh", os.getloadavg()[0])
-    run.marks, run.started_line = _launch(env, fresh, until_caught_up=True, stop_after_first_batch=False, timeout_s=timeout_s)
+    run.marks, run.started_line = _launch(checkout, fresh, until_caught_up=True, stop_after_first_batch=False, timeout_s=timeout_s)
     runs.append(run)
     killed = base / f"{name}-{rep}-kill9"
-    _generate(env, killed, seed=rep)
-    _launch(env, killed, until_caught_up=False, stop_after_first_batch=True, timeout_s=timeout_s)
+    _generate(checkout, killed, seed=rep)
+    _launch(checkout, killed, until_caught_up=False, stop_after_first_batch=True, timeout_s=timeout_s)
     time.sleep(2)  # the killed driver's JVM and task hosts notice and exit (they watch it)
-    _generate(env, killed, seed=rep + 1000)
+    _generate(checkout, killed, seed=rep + 1000)
     run = Run(name, "after -9", os.getloadavg()[0])
-    run.marks, run.started_line = _launch(env, killed, until_caught_up=True, stop_after_first_batch=False, timeout_s=timeout_s)
+    run.marks, run.started_line = _launch(checkout, killed, until_caught_up=True, stop_after_first_batch=False, timeout_s=timeout_s)
     runs.append(run)
     return runs
 
@@ -120,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", default=None)
     args = parser.parse_args(argv)
     base = Path(args.work_dir or tempfile.mkdtemp(prefix="deltastreams-bench-startup-"))
-    checkouts: list[tuple[str, Path | None]] = [("this", None)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    checkouts = [("this", Checkout(THIS_CHECKOUT))] + ([("baseline", Checkout(args.baseline.resolve()))] if args.baseline else [])
+    for _, checkout in checkouts:
+        checkout.require_own_code()
     runs: list[Run] = []
     print(f"pageview job, {EVENTS:,} events, launch to each mark; {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}", flush=True)
     for rep in range(args.reps):
