@@ -113,16 +113,16 @@ def write_checkpoint(uri: str, version: int, *, now_ms: int | None = None) -> Ch
         if actions is None:
             return None
         since.apply(actions)
+    metadata = since.metadata or _only(old, "metaData")
+    protocol = since.protocol or _only(old, "protocol")
+    configuration = dict(metadata.get("configuration") or {})
+    if protocol.get("readerFeatures") or int(protocol.get("minReaderVersion", 1)) > 1 or any(p in configuration for p in _UNCOVERED_PROPERTIES):
+        return None
+    cutoff_ms = (now_ms if now_ms is not None else int(time.time() * 1000)) - _removed_file_retention_ms(configuration)
     try:
-        metadata = since.metadata or _only(old, "metaData")
-        protocol = since.protocol or _only(old, "protocol")
-        configuration = dict(metadata.get("configuration") or {})
-        if protocol.get("readerFeatures") or int(protocol.get("minReaderVersion", 1)) > 1 or any(p in configuration for p in _UNCOVERED_PROPERTIES):
-            return None
-        cutoff_ms = (now_ms if now_ms is not None else int(time.time() * 1000)) - _removed_file_retention_ms(configuration)
         written = _state(old, since, metadata, protocol, cutoff_ms)
-    except (pa.ArrowException, TypeError, ValueError, KeyError):  # a previous checkpoint or an action unlike delta-rs' own: delta-rs writes it
-        log.warning("%s: checkpoint %d left to delta-rs: its previous checkpoint (%d) or the commits since are not as expected", uri, version, previous, exc_info=True)
+    except (pa.ArrowException, TypeError, ValueError, KeyError):  # an action this schema cannot hold: delta-rs writes it
+        log.warning("%s: checkpoint %d left to delta-rs: the commits since %d do not fit its previous checkpoint's schema", uri, version, previous, exc_info=True)
         return None
 
     live = written.column("add").drop_null().to_pylist()
