@@ -17,7 +17,7 @@ from deltastreams.sinks._internal.files import (
 from deltastreams.sinks._internal.commit_probe import require_exclusive_commits
 from deltastreams.sinks._internal.input_read import BadInput, InputRead, read_input
 from deltastreams.sinks._internal.offsets import RejectedFile
-from deltastreams.sinks._internal.log_commit import KnownVersion, append_at, checkpoint_if_due, checkpoint_interval, commit_rewrite
+from deltastreams.sinks._internal.log_commit import KnownVersion, append_at, checkpoint_due, checkpoint_if_due, checkpoint_interval, commit_rewrite
 from deltastreams.sinks._internal.storage import (
     create_table,
     current_storage_options,
@@ -38,6 +38,7 @@ __all__ = [
     "KnownVersion",
     "append_at",
     "commit_rewrite",
+    "checkpoint_due",
     "checkpoint_if_due",
     "checkpoint_interval",
     "DataFile",

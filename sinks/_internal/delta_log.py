@@ -276,14 +276,22 @@ def _known_start(table_uri: str, version: int) -> tuple[int, dict[int, int]]:
     return checkpoint, ends
 
 
-def _last_checkpoint(table_uri: str) -> int | None:
-    """The version of the table's newest checkpoint (Delta's ``_last_checkpoint`` pointer)."""
+def last_checkpoint_pointer(table_uri: str) -> dict | None:
+    """Delta's ``_last_checkpoint`` pointer to the table's newest checkpoint (``version``, and
+    ``parts`` for a multi-part one), or None if there is none."""
     fs, path = filesystem_for(f"{table_uri}/_delta_log/_last_checkpoint")
     try:
         with fs.open_input_stream(path) as stream:
-            return int(json.loads(stream.read().decode())["version"])
-    except (FileNotFoundError, KeyError, ValueError):
+            pointer = json.loads(stream.read().decode())
+    except (FileNotFoundError, ValueError):
         return None
+    return pointer if isinstance(pointer, dict) and "version" in pointer else None
+
+
+def _last_checkpoint(table_uri: str) -> int | None:
+    """The version of the table's newest checkpoint."""
+    pointer = last_checkpoint_pointer(table_uri)
+    return None if pointer is None else int(pointer["version"])
 
 
 def _live_files(table_uri: str, version: int) -> list[DataFile]:

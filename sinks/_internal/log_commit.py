@@ -193,6 +193,14 @@ def txn(app_id: str, version: int) -> dict:
     return {"txn": {"appId": app_id, "version": version, "lastUpdated": int(time.time() * 1000)}}
 
 
+def put_log_file(uri: str, name: str, body) -> None:
+    """Write ``_delta_log/<name>`` of the table at ``uri`` whole, replacing it: one atomic write
+    (a renamed temporary file on a local disk, one request on an object store), so a reader never
+    sees part of it. For files that are not commits (a checkpoint, ``_last_checkpoint``)."""
+    store, prefix = _store(uri.rstrip("/"))
+    obstore.put(store, f"{prefix}_delta_log/{name}", body, mode="overwrite")
+
+
 def append_at(uri: str, read_version: int, files: Sequence[DataFile], *, txn_id: tuple[str, int] | None = None) -> int | None:
     """A blind append of ``files`` as version ``read_version + 1`` (see :func:`commit_at`),
     recorded as delta-rs and delta-spark record an append (``WRITE``, mode ``Append``)."""

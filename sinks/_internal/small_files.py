@@ -29,10 +29,8 @@ import time
 from dataclasses import dataclass
 
 import pyarrow as pa
-from deltalake import DeltaTable
 
 from deltastreams.sinks._internal import log_commit
-from deltastreams.sinks._internal.delta_log import snapshot_files
 from deltastreams.sinks._internal.exclusive import by_partition, rewrite_actions
 from deltastreams.sinks._internal.files import PARTITION, DataFile, delete_file, write_merged_file
 
@@ -98,30 +96,37 @@ def _cut(files: list[DataFile], run: list[int], target_file_bytes: int) -> list[
 
 
 def merge_small_files(
-    table: DeltaTable, uri: str, *, fan_in: int | None = None, min_files: int | None = None, target_file_bytes: int | None = None
+    uri: str,
+    version: int,
+    files: list[DataFile],
+    schema: pa.Schema,
+    *,
+    fan_in: int | None = None,
+    min_files: int | None = None,
+    target_file_bytes: int | None = None,
 ) -> Merged:
-    """Merge the runs :func:`runs_to_merge` finds in every partition of ``table`` (loaded at the
-    version to commit after) holding at least ``min_files`` files; written files of a commit that
-    lost are deleted. Unset arguments take this module's constants as they are at the call."""
+    """Merge the runs :func:`runs_to_merge` finds in every partition holding at least
+    ``min_files`` of ``files`` (the table's files at ``version``, the version to commit after;
+    ``schema`` the table's); written files of a commit that lost are deleted. Unset arguments
+    take this module's constants as they are at the call."""
     fan_in = FAN_IN if fan_in is None else fan_in
     min_files = MIN_FILES if min_files is None else min_files
     target_file_bytes = TARGET_FILE_BYTES if target_file_bytes is None else target_file_bytes
     groups = [
         g
-        for files in by_partition(snapshot_files(table)).values()
-        if len(files) >= min_files
-        for g in runs_to_merge(files, fan_in=fan_in, target_file_bytes=target_file_bytes)
+        for partition_files in by_partition(files).values()
+        if len(partition_files) >= min_files
+        for g in runs_to_merge(partition_files, fan_in=fan_in, target_file_bytes=target_file_bytes)
     ]
     if not groups:
         return Merged(None)
-    schema = pa.schema(table.schema())
     schema = schema.remove(schema.get_field_index(PARTITION))
     written = [write_merged_file(uri, g[0].partition, [f.path for f in g], schema) for g in groups]
     removed = [f for g in groups for f in g]
     parameters, metrics = log_commit.optimize_info({g[0].partition for g in groups}, removed, written)
-    version = log_commit.commit_at(
+    committed = log_commit.commit_at(
         uri,
-        table.version(),
+        version,
         rewrite_actions(removed, written, now_ms=int(time.time() * 1000)),
         operation="OPTIMIZE",
         parameters=parameters,
@@ -129,8 +134,8 @@ def merge_small_files(
         info={"kind": "merge_small_files", "files": len(removed)},
         isolation="SnapshotIsolation",
     )
-    if version is None:
+    if committed is None:
         for f in written:
             delete_file(uri, f.path)
         return Merged(None)
-    return Merged(version, len(removed), len(written))
+    return Merged(committed, len(removed), len(written))

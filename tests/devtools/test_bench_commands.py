@@ -145,3 +145,18 @@ def test_bench_catalyst_reader_prints_both_readers_and_they_read_the_same_record
     counts = dict(re.findall(rf"^(python-source|delta-spark): ({NUMBER}) records after the filter", out, re.M))
     assert set(counts) == {"python-source", "delta-spark"} and counts["python-source"] == counts["delta-spark"] != "0", out
     assert len(re.findall(rf"^(?:python-source|delta-spark): best {NUMBER} s, median {NUMBER} s over 1 runs$", out, re.M)) == 2, out
+
+
+def test_bench_appends_run_prints_a_row_per_bucket_with_the_checkpointing_appends_apart(capsys, tmp_path):
+    from deltastreams.devtools.bench import appends
+
+    # 10 appends a second for 18 s: version 100, the first checkpoint, falls in the second bucket
+    # (the first holds at most 90), with room for a slow machine
+    assert appends.main(["run", "--root", str(tmp_path), "--minutes", "0.3", "--bucket-minutes", "0.15", "--records", "20"]) in (0, 1)
+    out = capsys.readouterr().out
+    rows = re.findall(rf"^\s+(\d)\s+\S+\s+({NUMBER})\s+({NUMBER})(?:\s+{NUMBER}){{5}}\s+(\S+)\s+(\S+)\s+({NUMBER})\s+", out, re.M)
+    assert [r[0] for r in rows] == ["0", "1"] and all(number(r[1]) > 0 and number(r[2]) > 0 for r in rows), out
+    assert [r[3] != "-" for r in rows] == [False, True] and number(rows[1][5]) >= 100, out  # the bucket holding version 100 times its append
+    report = json.loads((tmp_path / "appends-report.json").read_text())
+    assert set(report["verdict"]) == {"appends", "checkpointing appends"} and report["verdict"]["checkpointing appends"]["first_p50_ms"] > 0, report
+    assert len((tmp_path / "appends.jsonl").read_text().splitlines()) == sum(int(number(r[1])) for r in rows)
