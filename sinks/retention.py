@@ -466,6 +466,20 @@ def delete_unreferenced(
     return delete_doomed(found, doomed, on_step=on_step)
 
 
+def keep_removals(table: DeltaTable, removed_delay: timedelta, *, on_step: OnStep = None) -> RetentionResult | None:
+    """Set the table's ``delta.deletedFileRetentionDuration`` to twice ``removed_delay`` (one
+    exclusive commit, the first time; :func:`delete_unreferenced` says why): None if it already
+    is, else the commit's result (``conflict`` if another writer committed first)."""
+    wanted = interval_text(2 * removed_delay)
+    if table.metadata().configuration.get(TOMBSTONE_RETENTION_PROPERTY) == wanted:
+        return None
+    uri = table_location(table)
+    if not set_properties(table, {TOMBSTONE_RETENTION_PROPERTY: wanted}):
+        return RetentionResult(Step.DELETE_FILES, uri, conflict=True)
+    _step(on_step, FILES_AFTER_COMMIT)
+    return RetentionResult(Step.DELETE_FILES, uri, version=table.version())
+
+
 def find_unreferenced(
     table: DeltaTable,
     *,
@@ -474,22 +488,27 @@ def find_unreferenced(
     removed_delay: timedelta,
     on_step: OnStep = None,
     now_ms: int | None = None,
+    behind_ok: bool = False,
 ) -> tuple[RetentionResult, list[str]]:
     """What :func:`delete_unreferenced` deletes (paths), and its result but for the deletion
-    (the property commit included). Hold the application's commit lock: the table must not move
-    while its directory is judged against it."""
+    (the property commit included). The table must not move while its directory is judged
+    against it: hold the application's commit lock, or, ``behind_ok``, pass a snapshot its one
+    writer (a running application, which set the property with :func:`keep_removals`) may commit
+    past meanwhile. A file a later commit adds is then one of ``decided`` or younger than half
+    ``orphan_delay`` (the application's committer refuses older ones), and a file a later commit
+    removes is in the snapshot: either way it is kept."""
     uri = table_location(table)
     listing = list_log(uri)
-    if any(v > table.version() for v in listing.commits):
-        return RetentionResult(Step.DELETE_FILES, uri, conflict=True), []
     version = None
-    wanted = interval_text(2 * removed_delay)
-    if table.metadata().configuration.get(TOMBSTONE_RETENTION_PROPERTY) != wanted:
-        if not set_properties(table, {TOMBSTONE_RETENTION_PROPERTY: wanted}):
+    if not behind_ok:
+        if any(v > table.version() for v in listing.commits):
             return RetentionResult(Step.DELETE_FILES, uri, conflict=True), []
-        version = table.version()
-        _step(on_step, FILES_AFTER_COMMIT)
-        listing = list_log(uri)
+        committed = keep_removals(table, removed_delay, on_step=on_step)
+        if committed is not None and committed.conflict:
+            return committed, []
+        if committed is not None:
+            version = committed.version
+            listing = list_log(uri)
     keep = {f.path for f in snapshot_files(table)}
     # Every table's files of the decided batches: paths are unique (a UUID each), and comparing
     # table URIs would depend on how each side spells them.
