@@ -517,12 +517,12 @@ def find_unreferenced(
     now = _now(now_ms)
     doomed: list[str] = []
     orphans = size = 0
-    for rel, info in data_files(uri):
-        if rel in keep:
-            continue
+    def candidate(rel: str) -> bool:
         removed_at = removed.get(rel)
-        if removed_at is not None and now - removed_at < _ms(removed_delay):
-            continue
+        return rel not in keep and (removed_at is None or now - removed_at >= _ms(removed_delay))
+
+    for rel, info in data_files(uri, candidate):
+        removed_at = removed.get(rel)
         if removed_at is None and now - info.mtime_ns // 1_000_000 < _ms(orphan_delay):
             continue
         doomed.append(info.path)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -62,9 +63,14 @@ def removed_files(table_uri: str, version: int, listing: LogListing) -> dict[str
     checkpoint = listing.newest_checkpoint(version)
     if checkpoint is not None:
         for part in listing.checkpoints[checkpoint]:
-            for remove in pq.read_table(part, columns=["remove"], filesystem=fs).column("remove").to_pylist():
-                if remove is not None:
-                    removed[unquote(remove["path"])] = int(remove["deletionTimestamp"] or 0)
+            # Column by column: a checkpoint holds every removal of the last 20 minutes (24,000 in
+            # the soak), and a dict per row took 130 ms of the driver's GIL per table every minute.
+            column = pq.read_table(part, columns=["remove"], filesystem=fs).column("remove")
+            removes = column.filter(pc.is_valid(column))
+            paths = pc.struct_field(removes, "path").to_pylist()
+            stamps = pc.struct_field(removes, "deletionTimestamp").to_pylist()
+            for path, stamp in zip(paths, stamps, strict=True):
+                removed[unquote(path) if "%" in path else path] = int(stamp or 0)
     for v in range((checkpoint if checkpoint is not None else -1) + 1, version + 1):
         for action in read_commit(table_uri, v) or ():
             if "remove" in action:
