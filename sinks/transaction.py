@@ -116,13 +116,16 @@ def decided_entry(actions: list[dict]) -> DecidedBatch | None:
 
 
 class TransactionLog:
-    def __init__(self, uri: str, txn_app_id: str) -> None:
+    def __init__(self, uri: str, txn_app_id: str, *, checkpoint_interval: int | None = None) -> None:
+        """Opens the log at ``uri``, creating it if missing (``checkpoint_interval``: the new
+        log's ``delta.checkpointInterval``; None: Delta's default, 100)."""
         self.uri = uri
         self.txn_app_id = txn_app_id
         """The app id of this sub-topology's ``txn`` actions on output tables."""
         if not table_exists(uri):
+            configuration = {log_commit.CHECKPOINT_INTERVAL_PROPERTY: str(checkpoint_interval)} if checkpoint_interval is not None else None
             try:
-                create_table(uri, _SCHEMA, mode="ignore", name="deltastreams transaction log")
+                create_table(uri, _SCHEMA, mode="ignore", name="deltastreams transaction log", configuration=configuration)
             except Exception:  # noqa: BLE001 - another instance created it first: fine
                 if not table_exists(uri):
                     raise

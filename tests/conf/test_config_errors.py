@@ -77,6 +77,7 @@ OUT_OF_RANGE = {
     "retention.sink_retention_ms": 0,
     "retention.sink_retention_bytes": 0,
     "retention.log_keep_versions": 0,
+    "retention.log_checkpoint_interval": 0,
 }
 
 

@@ -38,6 +38,12 @@ def test_minus_one_turns_sink_retention_off():
     assert config.retention.sink_retention_bytes is None
 
 
+def test_the_log_checkpoint_interval_is_deltas_default_unless_set():
+    assert StreamsConfig.load({"application_id": "app"}).retention.log_checkpoint_interval is None
+    assert StreamsConfig.load({"application_id": "app", "retention.log_checkpoint_interval": 20}).retention.log_checkpoint_interval == 20
+    assert StreamsConfig.load({"application_id": "app", "retention.log_checkpoint_interval": -1}).retention.log_checkpoint_interval is None
+
+
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
@@ -46,6 +52,8 @@ def test_minus_one_turns_sink_retention_off():
         ("retention.removed_file_delay_ms", -5, "retention.removed_file_delay_ms must be a number of milliseconds >= 0, got -5"),
         ("retention.sink_retention_bytes", 0, "positive or -1"),
         ("retention.log_keep_versions", "many", "retention.log_keep_versions must be an integer"),
+        ("retention.log_checkpoint_interval", 0, r"retention.log_checkpoint_interval must be at least 1, or -1 for Delta's default \(100\), got 0"),
+        ("retention.log_checkpoint_interval", "often", r"retention.log_checkpoint_interval must be an integer, or -1 for Delta's default \(100\)"),
         ("retention.enabled", "maybe", "retention.enabled must be true or false"),
         ("retention.purge_interval", 5, r"unknown setting\(s\) 'retention.purge_interval' \(did you mean 'retention.purge_interval_ms'\?\)"),
     ],

@@ -1,8 +1,10 @@
-"""Long runs: the pageview job, under each guarantee, commits past versions 100 and 200 of every
-internal topic, output and transaction log (Delta's checkpoints are written every 100 versions,
-and the first one is where at_least_once once stopped: the checkpoint loaded the table before the
-committer had recorded the version it had just written), and its final counts equal an
-independent computation. One trigger per input version: the input comes in ``VERSIONS`` small
+"""Long runs: the pageview job, under each guarantee, commits past the second checkpoint of every
+internal topic, output and transaction log, and its final counts equal an independent
+computation. A checkpoint is where at_least_once once stopped (at Delta's default interval, its
+100th commit: the checkpoint loaded the table before the committer had recorded the version it had
+just written); the application's tables are created here with a checkpoint every
+``CHECKPOINT_INTERVAL`` commits (``retention.log_checkpoint_interval``), which runs the same code
+in a quarter of the triggers. One trigger per input version: the input comes in ``VERSIONS`` small
 appends (or Kafka records cut the same way by ``max_records_per_batch``).
 
 Sources and roots: a Delta source on a local root, and a Kafka source (a real broker) with the root
@@ -20,7 +22,8 @@ from deltastreams.streams.app import StreamsApp
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-VERSIONS = 215
+CHECKPOINT_INTERVAL = 20
+VERSIONS = 3 * CHECKPOINT_INTERVAL
 RECORDS_PER_VERSION = 12
 WINDOW_MS, GRACE_MS = 5000, 10_000
 
@@ -35,6 +38,7 @@ def run_until_caught_up(spark, root: str, guarantee: str, state_dir, **settings)
             "num_partitions": 3,
             "commit_interval_ms": 50,
             "max_records_per_batch": RECORDS_PER_VERSION,
+            "retention.log_checkpoint_interval": CHECKPOINT_INTERVAL,
             **settings,
         }
     )
@@ -44,19 +48,22 @@ def run_until_caught_up(spark, root: str, guarantee: str, state_dir, **settings)
 
 
 def table_versions(root: str) -> dict[str, int]:
-    """Every internal topic, output topic and transaction log of the application: its version."""
+    """Every internal topic, output topic and transaction log of the application: its version
+    (each created with the application's checkpoint interval)."""
     names = [f"topics/{pageview.OUTPUT_TOPIC}", f"topics/{pageview.APPLICATION_ID}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition",
              f"topics/{pageview.APPLICATION_ID}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog",
              f"transactions/{pageview.APPLICATION_ID}/subtopology-0", f"transactions/{pageview.APPLICATION_ID}/subtopology-1"]
-    return {name: open_table(f"{root}/{name}").version() for name in names}
+    tables = {name: open_table(f"{root}/{name}") for name in names}
+    assert {name: t.metadata().configuration.get("delta.checkpointInterval") for name, t in tables.items()} == dict.fromkeys(names, str(CHECKPOINT_INTERVAL))
+    return {name: t.version() for name, t in tables.items()}
 
 
 def assert_long_run_correct(spark, app: StreamsApp, root: str, reference_root: str) -> None:
     versions = table_versions(root)
     # Every table passed its second checkpoint; a transaction log has more versions than batches
     # under exactly_once (an epoch registration), never fewer.
-    assert min(versions.values()) > 200, versions
-    assert sum(1 for m in app.history if m.subtopology == 0 and m.records_in) >= 200
+    assert min(versions.values()) > 2 * CHECKPOINT_INTERVAL, versions
+    assert sum(1 for m in app.history if m.subtopology == 0 and m.records_in) >= 2 * CHECKPOINT_INTERVAL
     expected = final_counts(source_events(reference_root), window_ms=WINDOW_MS, grace_ms=GRACE_MS)
     actual = pageview.read_results(root).to_pandas()
     types = {"window_start": "int64", "window_end": "int64", "count": "int64"}
@@ -66,7 +73,7 @@ def assert_long_run_correct(spark, app: StreamsApp, root: str, reference_root: s
 
 
 @pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
-def test_a_delta_source_on_a_local_root_runs_past_version_200(spark, tmp_path, guarantee):
+def test_a_delta_source_on_a_local_root_runs_past_its_second_checkpoint(spark, tmp_path, guarantee):
     root = str(tmp_path / "root")
     pageview.generate(root, VERSIONS * RECORDS_PER_VERSION, seed=21, batches=VERSIONS, max_lateness_ms=8000)
     app = run_until_caught_up(spark, root, guarantee, tmp_path / "state")
@@ -74,7 +81,7 @@ def test_a_delta_source_on_a_local_root_runs_past_version_200(spark, tmp_path, g
 
 
 @pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
-def test_a_kafka_source_with_an_object_store_root_runs_past_version_200(spark, broker, s3_server, s3_root, tmp_path, guarantee):
+def test_a_kafka_source_with_an_object_store_root_runs_past_its_second_checkpoint(spark, broker, s3_server, s3_root, tmp_path, guarantee):
     broker.delete_topic(pageview.INPUT_TOPIC)  # its name is fixed and the broker is the session's
     events = VERSIONS * RECORDS_PER_VERSION
     pageview.generate_to_kafka(broker.bootstrap_servers, events, seed=22, max_lateness_ms=8000)

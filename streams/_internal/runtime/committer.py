@@ -185,7 +185,7 @@ class Committer:
                 )
 
     def _recover_one(self, sub: SubTopology) -> tuple[TransactionLog, DecidedBatch | None]:
-        txlog = TransactionLog(self.log_uri(sub.id), self.txn_app_id(sub.id))
+        txlog = TransactionLog(self.log_uri(sub.id), self.txn_app_id(sub.id), checkpoint_interval=self.config.retention.log_checkpoint_interval)
         return txlog, self.guarantee.recover(txlog)
 
     @property

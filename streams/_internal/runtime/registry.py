@@ -140,7 +140,7 @@ class TopicRegistry:
         if Topic.exists(self.root, entry.physical):
             self._load(entry)
         elif layout is not None:
-            create_topic_with_layout(self.root, entry.physical, layout, exist_ok=True)
+            create_topic_with_layout(self.root, entry.physical, layout, exist_ok=True, checkpoint_interval=self.config.retention.log_checkpoint_interval)
             self._load(entry)
         else:
             entry.next_offsets = [0] * partitions
@@ -161,7 +161,7 @@ class TopicRegistry:
     def ensure_created(self, logical: str, layout: TopicLayout) -> None:
         entry = self._entries[logical]
         if entry.layout is None:
-            create_topic_with_layout(self.root, entry.physical, layout, exist_ok=True)
+            create_topic_with_layout(self.root, entry.physical, layout, exist_ok=True, checkpoint_interval=self.config.retention.log_checkpoint_interval)
             self._load(entry)
 
     # -- state ----------------------------------------------------------------------------------
