@@ -517,6 +517,7 @@ def find_unreferenced(
     now = _now(now_ms)
     doomed: list[str] = []
     orphans = size = 0
+
     def candidate(rel: str) -> bool:
         removed_at = removed.get(rel)
         return rel not in keep and (removed_at is None or now - removed_at >= _ms(removed_delay))

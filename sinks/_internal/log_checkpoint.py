@@ -30,6 +30,7 @@ from datetime import timedelta
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import Schema
 
@@ -139,7 +140,7 @@ def write_checkpoint(uri: str, version: int, *, now_ms: int | None = None) -> Ch
 def _state(old: pa.Table, since: _Since, metadata: dict, protocol: dict, cutoff_ms: int) -> pa.Table:
     """The previous checkpoint's rows that still hold, and the commits' newest actions, in the
     previous checkpoint's schema."""
-    kept = old.filter(pa.array(_kept_file_rows(old, since.files, cutoff_ms), pa.bool_()))
+    kept = old.filter(_kept_file_rows(old, since.files, cutoff_ms))
     rows = [{"protocol": protocol}, {"metaData": metadata}]
     rows += [{"txn": t} for t in ({**_all(old, "txn", "appId"), **since.txns}).values()]
     rows += [{"domainMetadata": d} for d in ({**_all(old, "domainMetadata", "domain"), **since.domains}).values() if not d.get("removed")]
@@ -149,19 +150,29 @@ def _state(old: pa.Table, since: _Since, metadata: dict, protocol: dict, cutoff_
     return pa.concat_tables([kept, pa.Table.from_pylist(rows, schema=old.schema)])
 
 
-def _kept_file_rows(old: pa.Table, changed: dict[str, tuple[str, dict]], cutoff_ms: int) -> list[bool]:
+def _kept_file_rows(old: pa.Table, changed: dict[str, tuple[str, dict]], cutoff_ms: int) -> pa.ChunkedArray:
     """Which rows of the previous checkpoint go on: its adds and unexpired removes of files the
-    commits since did not add or remove again (those come from the commits)."""
-    keep = [False] * old.num_rows
+    commits since did not add or remove again (those come from the commits). Judged by column: a
+    topic's checkpoint holds tens of thousands of tombstones (a row each per removed small
+    file), and a Python object per row made this the part of the checkpointing append that grew
+    with them."""
+    keep = None
     for kind in ("add", "remove"):
-        column = old.column(kind).combine_chunks()
-        paths = column.field("path").to_pylist()
-        valid = column.is_valid().to_pylist()
-        stamps = column.field("deletionTimestamp").to_pylist() if kind == "remove" else None
-        for i, path in enumerate(paths):
-            if valid[i] and unquote(path) not in changed and (stamps is None or int(stamps[i] or 0) > cutoff_ms):
-                keep[i] = True
-    return keep
+        column = old.column(kind)
+        paths = _unquoted(pc.struct_field(column, "path"))
+        rows = pc.and_kleene(column.is_valid(), pc.invert(pc.is_in(paths, value_set=pa.array(list(changed), paths.type))))
+        if kind == "remove":
+            rows = pc.and_kleene(rows, pc.greater(pc.fill_null(pc.struct_field(column, "deletionTimestamp"), 0), cutoff_ms))
+        keep = rows if keep is None else pc.or_kleene(keep, rows)
+    return pc.fill_null(keep, False)
+
+
+def _unquoted(paths: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Paths as the commits' actions are keyed (:class:`_Since`): URL-unquoted. Only a path with
+    an escape changes, and the project's own file names have none."""
+    if not pc.any(pc.match_substring(paths, "%")).as_py():
+        return paths
+    return pa.chunked_array([pa.array([None if p is None else unquote(p) for p in paths.to_pylist()], paths.type)])
 
 
 def _only(old: pa.Table, kind: str) -> dict:
