@@ -13,10 +13,11 @@ job's latency (p99 over the output's commits of how old their newest record was)
 bytes under ``topics/`` per kind of topic, transaction-log versions, files under the Spark
 checkpoints and the local state, memory (PSS, read every 5 s and averaged per sample) of the
 generator, of the driver, its JVM and every other process of the job (Spark's Python daemon and workers, task hosts: see
-:mod:`deltastreams.devtools.servers.process_tree`), the generator's progress and the job's lag behind it. It prints a row
+:mod:`deltastreams.devtools.servers.process_tree`), the cores each of them took since the last sample (with the
+rest of the machine's and the hypervisor's steal), the generator's progress and the job's lag behind it. It prints a row
 per sample, stops the generator and the job with SIGTERM (the job stops between micro-batches;
 the soak checks that it exited 0 and left no process behind), prints the cadences and latency per
-bucket of the run and the verdict (:mod:`deltastreams.devtools.harness.soak_verdict`) and writes everything to
+bucket of the run, the cores per role per bucket, and the verdict (:mod:`deltastreams.devtools.harness.soak_verdict`) and writes everything to
 ``<root>/soak-report.json``; the logs of both processes and the job's metrics file stay under the
 root. ``--input-log-retention-min`` gives the input topic a ``delta.logRetentionDuration`` that
 its writer applies as it goes (default: the topic default, one day).
@@ -45,7 +46,7 @@ from deltastreams.conf.errors import DeltaStreamsError
 from deltastreams.devtools.harness import soak_verdict as verdict
 from deltastreams.jobs.pageview import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, build_topology
 from deltastreams.devtools.servers.process_tree import ProcessInfo, all_processes, job_processes, still_running, terminate
-from deltastreams.devtools.harness.soak_probe import BatchLog, CommitFollower, FileSizes, mean_memory, memory, memory_mb, storage
+from deltastreams.devtools.harness.soak_probe import CPU_ROLES, BatchLog, CommitFollower, CpuMeter, FileSizes, mean_memory, memory, memory_mb, storage
 from deltastreams.sinks import Topic
 
 STARTUP_TIMEOUT_S = 300.0
@@ -130,6 +131,7 @@ class Soak:
         self.file_sizes = FileSizes()  # the input's files, stat'ed once each (a minute's walk grew to 2.5 s of CPU)
         self.generator_readings: list[float] = []
         self.last_memory_read = 0.0
+        self.cpu = CpuMeter()
 
     # -- processes ---------------------------------------------------------------------------
 
@@ -153,6 +155,7 @@ class Soak:
         self.job = self._launch(run, self.job_log)
         self._wait_for(lambda: bool(self.batch_log.read_new() or self.batch_log.batches), "the job's first micro-batch", self.job, self.job_log, s.startup_timeout_s)
         self.first_batch_time = self.batch_log.batches[0].time
+        self.cpu.read(self.job.pid, self.generator.pid, all_processes(), time.time())
         self.follow()
 
     def follow(self) -> None:
@@ -238,6 +241,7 @@ class Soak:
             **storage(self.settings.root, self.state_dir, APPLICATION_ID, (INPUT_TOPIC,), known=self.file_sizes),
             "memory_mb": mean_memory(self.memory_readings),
             "generator_memory_mb": round(float(np.mean(self.generator_readings)), 1) if self.generator_readings else None,
+            "cpu_cores": self.cpu.read(self.job.pid, self.generator.pid, processes, time.time()),
         }
         self.memory_readings, self.generator_readings = [], []
         if self.samples:
@@ -353,6 +357,16 @@ def cadence_buckets(soak: Soak, buckets: verdict.Buckets) -> list[dict]:
     return rows
 
 
+def cpu_buckets(samples: list[dict], buckets: verdict.Buckets) -> list[dict]:
+    """Per bucket of the run: the cores each role used, the mean over the samples that ended in it."""
+    rows = []
+    for (start, end), in_bucket in zip(buckets.spans(), buckets.split([s["t"] for s in samples], [s.get("cpu_cores") for s in samples]), strict=True):
+        readings = [c for c in in_bucket if c]
+        means = {role: round(float(np.mean([c[role] for c in readings])), 2) if readings else None for role in (*CPU_ROLES, "idle")}
+        rows.append({"from_s": round(start), "to_s": round(end), **means})
+    return rows
+
+
 def _median(values: list[float]) -> float | None:
     return round(float(np.median(values)), 1) if values else None
 
@@ -432,6 +446,7 @@ def run_soak(settings: SoakSettings) -> int:
     stop = soak.stop()
     checks, slopes, windows = judge(soak, stop) if soak.samples else ([], {}, None)
     buckets = cadence_buckets(soak, verdict.Buckets.for_duration(soak.samples[-1]["t"])) if soak.samples else []
+    cpu = cpu_buckets(soak.samples, verdict.Buckets.for_duration(soak.samples[-1]["t"])) if soak.samples else []
     result = "ERROR" if error else verdict.overall(checks)
     report = {
         "settings": {
@@ -444,6 +459,7 @@ def run_soak(settings: SoakSettings) -> int:
         "windows": None if windows is None else {"baseline_s": windows.baseline, "last_s": windows.last},
         "samples": soak.samples,
         "buckets": buckets,
+        "cpu_buckets": cpu,
         "commits_missed": {"input": soak.input_commits.missed, "output": soak.output_commits.missed},
         "batches": len(soak.batch_log.batches),
         "generator": _read_json(soak.status_path),
@@ -462,6 +478,10 @@ def run_soak(settings: SoakSettings) -> int:
                 f"{b['from_s']:>5}-{b['to_s']:<5} {b['input_appends']:>10,} {_fmt(b['input_gap_ms_p50']):>10} {b['output_commits']:>11,} "
                 f"{_fmt(b['output_gap_ms_p50']):>11} {_fmt(b['latency_ms_p50']):>7} {_fmt(b['latency_ms_p99']):>7}"
             )
+    if cpu:
+        print(f"\ncores used (mean of the samples in each bucket)\n{'bucket s':>11} " + " ".join(f"{role:>9}" for role in (*CPU_ROLES, "idle")))
+        for b in cpu:
+            print(f"{b['from_s']:>5}-{b['to_s']:<5} " + " ".join(f"{_fmt(b[role], '.2f'):>9}" for role in (*CPU_ROLES, "idle")))
     if windows is not None:
         print(f"\nverdict: {result} (baseline {windows.baseline[0]:.0f}-{windows.baseline[1]:.0f} s, last window {windows.last[0]:.0f}-{windows.last[1]:.0f} s after the first batch)")
     for check in checks:

@@ -7,6 +7,8 @@
 - :func:`memory` sums the memory of the job's processes by role (PSS: shared pages divided among
   the processes sharing them, so a fork is not counted twice); :func:`mean_memory` averages
   several such readings taken between two samples.
+- :class:`CpuMeter` says which processes took the machine's cores between two samples: the
+  job's by role, the generator, the soak itself, everything else, and the hypervisor's steal.
 - :class:`CommitFollower` follows a topic's Delta log as it grows, keeping the time of every
   commit that appended records (and, for the output, how old its newest record was then), read
   as they come: log retention deletes the commit files behind the job (the output keeps about
@@ -28,7 +30,7 @@ from urllib.parse import unquote
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltastreams.devtools.servers.process_tree import ProcessInfo, job_processes, resident_bytes
+from deltastreams.devtools.servers.process_tree import MachineCpu, ProcessInfo, job_processes, machine_cpu_s, resident_bytes
 from deltastreams.sinks import Topic, latest_version, read_commit, topic_uri
 
 TOPIC_KINDS = ("input", "repartition", "changelog", "sink")
@@ -255,6 +257,51 @@ def mean_memory(readings: list[dict]) -> dict:
         "readings": len(readings),
         "peak_total": max(r["total"] for r in readings),
     }
+
+
+CPU_ROLES = ("driver", "jvm", "task-host", "python", "generator", "soak", "other", "steal")
+
+
+class CpuMeter:
+    """Cores each role used between two calls of :meth:`read` (CPU seconds over wall seconds): the
+    job's processes by :func:`process_role` (Spark's Python daemon and workers as ``python``), the
+    generator, the soak's own process, ``other`` (the rest of the machine's busy time) and
+    ``steal`` (time the hypervisor gave to other machines). ``idle`` is what was left.
+
+    Why: a job that slows in every phase by the same share, with its own work unchanged, is one
+    that got less CPU; this names who took it. A process that ends between two reads loses its
+    CPU since the first; one that starts counts whole."""
+
+    def __init__(self, soak_pid: int | None = None) -> None:
+        self.soak_pid = os.getpid() if soak_pid is None else soak_pid
+        self._seen: dict[tuple[int, int], float] = {}
+        self._machine: MachineCpu | None = None
+        self._time = 0.0
+
+    def read(self, job_pid: int, generator_pid: int | None, processes: dict[int, ProcessInfo], now: float) -> dict | None:
+        """Cores per role since the last call (None at the first, which only sets the start)."""
+        roles = {}
+        for info in job_processes(job_pid, processes):
+            role = process_role(info, job_pid, processes)
+            roles[(info.pid, info.started)] = role if role in CPU_ROLES else "python"
+        for pid, role in ((generator_pid, "generator"), (self.soak_pid, "soak")):
+            if pid in processes:
+                roles[(pid, processes[pid].started)] = role
+        seen = {key: processes[key[0]].cpu_s for key in roles}
+        machine = machine_cpu_s()
+        previous, previous_machine, elapsed = self._seen, self._machine, now - self._time
+        self._seen, self._machine, self._time = seen, machine, now
+        if previous_machine is None or elapsed <= 0:
+            return None
+        used = dict.fromkeys(CPU_ROLES, 0.0)
+        for key, cpu_s in seen.items():
+            used[roles[key]] += cpu_s - previous.get(key, 0.0)
+        ours = sum(used.values())
+        used["other"] = max(0.0, machine.busy - previous_machine.busy - ours)
+        used["steal"] = machine.steal - previous_machine.steal
+        cores = {role: round(s / elapsed, 3) for role, s in used.items()}
+        cores["idle"] = round((machine.idle - previous_machine.idle) / elapsed, 3)
+        return cores
 
 
 @dataclass(frozen=True)

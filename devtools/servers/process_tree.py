@@ -70,9 +70,26 @@ def process(pid: int) -> ProcessInfo | None:
 
 def busy_cpu_s() -> float:
     """CPU seconds the machine has spent not idle since boot, every core summed."""
+    times = machine_cpu_s()
+    return times.busy + times.steal
+
+
+class MachineCpu(NamedTuple):
+    """CPU seconds since boot, every core summed, from the first line of ``/proc/stat``."""
+
+    busy: float
+    """Running anything: user, nice, system, interrupts."""
+    steal: float
+    """Wanted by this (virtual) machine but given to another by the hypervisor: time its
+    processes could not run although they were ready to."""
+    idle: float
+    """Idle, waits on I/O included."""
+
+
+def machine_cpu_s() -> MachineCpu:
     with open("/proc/stat") as f:
         user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
-    return (user + nice + system + irq + softirq + steal) * _TICK_S
+    return MachineCpu((user + nice + system + irq + softirq) * _TICK_S, steal * _TICK_S, (idle + iowait) * _TICK_S)
 
 
 class Resident(NamedTuple):

@@ -129,3 +129,29 @@ def test_mean_memory_averages_every_figure_over_the_readings_that_saw_it():
 def test_mean_memory_of_no_readings_is_an_error():
     with pytest.raises(ValueError):
         mean_memory([])
+
+
+def test_cpu_meter_names_the_process_that_took_the_cores():
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from deltastreams.devtools.harness.soak_probe import CPU_ROLES, CpuMeter
+    from deltastreams.devtools.servers.process_tree import all_processes
+
+    job = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+    try:
+        meter = CpuMeter()
+        assert meter.read(job.pid, spinner.pid, all_processes(), time.time()) is None  # the first read only starts the count
+        time.sleep(2.0)
+        cores = meter.read(job.pid, spinner.pid, all_processes(), time.time())
+    finally:
+        for process in (job, spinner):
+            process.kill()
+            process.wait()
+    assert set(cores) == {*CPU_ROLES, "idle"}
+    assert 0.3 < cores["generator"] <= 1.05, cores  # one spinning thread: at most one core, most of one unless the machine is crowded
+    assert cores["driver"] < 0.05 and cores["soak"] < 0.2, cores
+    assert abs(sum(cores.values()) - os.cpu_count()) < 0.25 * os.cpu_count(), cores  # every core's time is somewhere
