@@ -29,7 +29,7 @@ from deltalake import DeltaTable
 
 from deltastreams.sinks._internal import delta_log
 from deltastreams.sinks._internal.files import OFFSET, PARTITION, TIMESTAMP, DataFile, delete_file, filesystem_for, read_data_file, under_root, write_partition_file
-from deltastreams.sinks._internal.log_commit import CHECKPOINT_INTERVAL_PROPERTY, append_at
+from deltastreams.sinks._internal.log_commit import append_at, checkpoint_interval_property
 from deltastreams.sinks._internal.log_expiry import LOG_RETENTION_PROPERTY, REMOVED_FILE_RETENTION_PROPERTY, interval_text
 from deltastreams.sinks._internal.log_head import log_head
 from deltastreams.sinks._internal.storage import create_table, open_table, table_exists
@@ -592,10 +592,7 @@ def _log_properties(log_retention: timedelta | None, checkpoint_interval: int | 
             if value <= timedelta(0):
                 raise ValueError(f"{name} must be positive (or None for Delta's default), got {value}")
             properties[key] = interval_text(value)
-    if checkpoint_interval is not None:
-        if checkpoint_interval < 1:
-            raise ValueError(f"checkpoint_interval must be at least 1, got {checkpoint_interval}")
-        properties[CHECKPOINT_INTERVAL_PROPERTY] = str(checkpoint_interval)
+    properties |= checkpoint_interval_property(checkpoint_interval)
     return properties or None
 
 

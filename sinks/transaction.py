@@ -123,7 +123,7 @@ class TransactionLog:
         self.txn_app_id = txn_app_id
         """The app id of this sub-topology's ``txn`` actions on output tables."""
         if not table_exists(uri):
-            configuration = {log_commit.CHECKPOINT_INTERVAL_PROPERTY: str(checkpoint_interval)} if checkpoint_interval is not None else None
+            configuration = log_commit.checkpoint_interval_property(checkpoint_interval) or None
             try:
                 create_table(uri, _SCHEMA, mode="ignore", name="deltastreams transaction log", configuration=configuration)
             except Exception:  # noqa: BLE001 - another instance created it first: fine

@@ -156,11 +156,11 @@ def _kept_file_rows(old: pa.Table, changed: dict[str, tuple[str, dict]], cutoff_
     topic's checkpoint holds tens of thousands of tombstones (a row each per removed small
     file), and a Python object per row made this the part of the checkpointing append that grew
     with them."""
-    keep = None
+    keep, changed_paths = None, pa.array(list(changed), pa.string())
     for kind in ("add", "remove"):
         column = old.column(kind)
         paths = _unquoted(pc.struct_field(column, "path"))
-        rows = pc.and_kleene(column.is_valid(), pc.invert(pc.is_in(paths, value_set=pa.array(list(changed), paths.type))))
+        rows = pc.and_kleene(column.is_valid(), pc.invert(pc.is_in(paths, value_set=changed_paths.cast(paths.type))))
         if kind == "remove":
             rows = pc.and_kleene(rows, pc.greater(pc.fill_null(pc.struct_field(column, "deletionTimestamp"), 0), cutoff_ms))
         keep = rows if keep is None else pc.or_kleene(keep, rows)

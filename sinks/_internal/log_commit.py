@@ -159,6 +159,16 @@ CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
 DEFAULT_CHECKPOINT_INTERVAL = 100
 
 
+def checkpoint_interval_property(interval: int | None) -> dict[str, str]:
+    """The table property asking for a checkpoint every ``interval`` versions (none for None:
+    Delta's default), for a table being created."""
+    if interval is None:
+        return {}
+    if interval < 1:
+        raise ValueError(f"checkpoint_interval must be at least 1, got {interval}")
+    return {CHECKPOINT_INTERVAL_PROPERTY: str(interval)}
+
+
 def checkpoint_interval(table: DeltaTable) -> int:
     """Every how many versions the table wants a checkpoint (its property, else delta-rs' default)."""
     return int(table.metadata().configuration.get(CHECKPOINT_INTERVAL_PROPERTY, DEFAULT_CHECKPOINT_INTERVAL))
