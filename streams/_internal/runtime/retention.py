@@ -103,10 +103,14 @@ class Retention(threading.Thread):
                 if time.monotonic() - self._last.get(name, started) < interval:
                     continue
                 self._last[name] = time.monotonic()
+                wall, cpu = time.perf_counter(), time.thread_time()
                 try:
                     step()
                 except Exception:  # noqa: BLE001 - retention must never stop the application
                     log.warning("retention step %s failed; it runs again next interval", name, exc_info=True)
+                # What each step costs the driver beside its triggers (wall time includes waits
+                # for the commit lock and for the interpreter's lock the trigger threads hold).
+                log.debug("retention step %s took %.0f ms (%.0f ms CPU)", name, (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000)
 
     # -- the steps ----------------------------------------------------------------------------
 
