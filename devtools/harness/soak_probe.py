@@ -264,7 +264,7 @@ CPU_ROLES = ("driver", "jvm", "task-host", "python", "generator", "soak", "other
 
 class CpuMeter:
     """Cores each role used between two calls of :meth:`read` (CPU seconds over wall seconds): the
-    job's processes by :func:`process_role` (Spark's Python daemon and workers as ``python``), the
+    job's processes by :func:`process_role` (the rest of them, Spark's Python daemon and workers, as ``python``), the
     generator, the soak's own process, ``other`` (the rest of the machine's busy time) and
     ``steal`` (time the hypervisor gave to other machines). ``idle`` is what was left.
 
@@ -283,7 +283,7 @@ class CpuMeter:
         roles = {}
         for info in job_processes(job_pid, processes):
             role = process_role(info, job_pid, processes)
-            roles[(info.pid, info.started)] = role if role in CPU_ROLES else "python"
+            roles[(info.pid, info.started)] = role if role in ("driver", "jvm", "task-host") else "python"
         for pid, role in ((generator_pid, "generator"), (self.soak_pid, "soak")):
             if pid in processes:
                 roles[(pid, processes[pid].started)] = role
