@@ -107,6 +107,8 @@ def _kafka_records(bootstrap_servers: str, topic: str, partition: int, isolation
         # read_committed: the last stable offset; an open transaction would hold it back, and
         # what follows it would count as missing.
         _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s, cached=False)
+        if isolation == "read_committed":
+            end = _settled_end(consumer, bootstrap_servers, topic, partition, end, timeout_s)
         consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
         deadline = time.monotonic() + timeout_s
         done = end == 0
@@ -128,6 +130,28 @@ def _kafka_records(bootstrap_servers: str, topic: str, partition: int, isolation
     finally:
         consumer.close()
     return records
+
+
+def _settled_end(consumer, bootstrap_servers: str, topic: str, partition: int, stable: int, timeout_s: float) -> int:
+    """The last stable offset once the last commit's markers are written: a producer's
+    ``commit_transaction`` returns when the coordinator has logged the decision, the markers
+    follow, so right after an application stops the stable end may still lag the high watermark
+    (a check would count its last batch as missing). Waits up to ``timeout_s`` for the two to
+    meet; a transaction still open after that (a zombie's) keeps the stable end it has."""
+    import time
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    everything = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "deltastreams-kafka-sink-check", "isolation.level": "read_uncommitted"})
+    try:
+        _, high = everything.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s, cached=False)
+    finally:
+        everything.close()
+    deadline = time.monotonic() + timeout_s
+    while stable < high and time.monotonic() < deadline:
+        time.sleep(0.05)
+        _, stable = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s, cached=False)
+    return stable
 
 
 def _partition_count(bootstrap_servers: str, topic: str, timeout_s: float) -> int:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from deltastreams.sinks.kafka import KafkaTopic, end_offsets, read_range
+from deltastreams.sinks.kafka import KafkaTopic, read_range
 from deltastreams.sinks.kafka_publisher import KILL_POINTS, NO_BATCH, FencedError, KafkaPublisher, publish_missing
+from tests.kafka.waiting import settled_end_offsets
 
 
 def batch(start, n):
@@ -24,7 +25,7 @@ def publisher_for(broker, name, instance="app-1-kafka", on_step=None):
 
 def values(broker, name):
     topic = KafkaTopic(broker.bootstrap_servers, name)
-    return sorted(v for p, end in end_offsets(topic, range(2)).items() for v in read_range(topic, p, 0, end)["value"].to_pylist())
+    return sorted(v for p, end in settled_end_offsets(topic, range(2)).items() for v in read_range(topic, p, 0, end)["value"].to_pylist())
 
 
 def test_batches_go_out_once_with_their_number(broker, topic_name):

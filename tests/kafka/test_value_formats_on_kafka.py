@@ -14,9 +14,10 @@ from confluent_kafka import Producer
 
 from deltastreams.conf import StreamsConfig
 from deltastreams.sinks import Topic
-from deltastreams.sinks.kafka import KafkaTopic, end_offsets, read_range
+from deltastreams.sinks.kafka import KafkaTopic, read_range
 from deltastreams.streams import AvroFormat, JsonFormat, StreamsBuilder
 from deltastreams.streams.app import StreamsApp
+from tests.kafka.waiting import settled_end_offsets
 
 pytestmark = pytest.mark.spark
 
@@ -49,7 +50,7 @@ def test_avro_from_kafka_to_json_on_kafka_with_the_bad_record_in_the_dlq(spark, 
     StreamsApp(builder.build(), config, spark=spark).run(until_caught_up=True, timeout_s=240)
 
     published = KafkaTopic(broker.bootstrap_servers, sink, value_format="bytes")
-    records = read_range(published, 0, 0, end_offsets(published, [0])[0])
+    records = read_range(published, 0, 0, settled_end_offsets(published, [0])[0])
     assert [(k, json.loads(v)) for k, v in zip(records["key"].to_pylist(), records["value"].to_pylist(), strict=True)] == [
         ("u1", {"user_id": "u1", "duration_s": 45}), ("u4", {"user_id": "u4", "duration_s": 300})]
     dead = Topic.open(str(tmp_path), "kafka-formats-dlq").read().to_pylist()

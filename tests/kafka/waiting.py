@@ -16,3 +16,23 @@ def eventually(read, expected, timeout_s: float = 10.0):
         time.sleep(0.05)
         value = read()
     return value
+
+
+def settled_end_offsets(topic, partitions, timeout_s: float = 10.0) -> dict[int, int]:
+    """Per partition, the end a read_committed reader sees once no transaction is open in it:
+    the last stable offset, waited for until it reaches the high watermark. For reading what an
+    application published right after it stopped (its last commit's markers may still be on
+    their way: CI once read an empty sink that way)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    uncommitted = Consumer({"bootstrap.servers": topic.bootstrap_servers, "group.id": "settled-ends", "isolation.level": "read_uncommitted"})
+    committed = topic.consumer()
+    try:
+        def ends(client):
+            return {p: client.get_watermark_offsets(TopicPartition(topic.name, p), timeout=timeout_s, cached=False)[1] for p in partitions}
+
+        high = ends(uncommitted)
+        return eventually(lambda: ends(committed), high, timeout_s)
+    finally:
+        uncommitted.close()
+        committed.close()
