@@ -46,7 +46,7 @@ from deltastreams.conf.errors import DeltaStreamsError
 from deltastreams.devtools.harness import soak_verdict as verdict
 from deltastreams.jobs.pageview import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, build_topology
 from deltastreams.devtools.servers.process_tree import ProcessInfo, all_processes, job_processes, still_running, terminate
-from deltastreams.devtools.harness.soak_probe import CPU_ROLES, BatchLog, CommitFollower, CpuMeter, FileSizes, mean_memory, memory, memory_mb, storage
+from deltastreams.devtools.harness.soak_probe import CPU_ROLES, BatchLog, CommitFollower, CpuMeter, FileSizes, job_roles, mean_memory, memory, memory_mb, storage
 from deltastreams.sinks import Topic
 
 STARTUP_TIMEOUT_S = 300.0
@@ -204,10 +204,10 @@ class Soak:
 
     # -- sampling ----------------------------------------------------------------------------
 
-    def read_memory(self, processes: dict[int, ProcessInfo] | None = None) -> None:
+    def read_memory(self, processes: dict[int, ProcessInfo] | None = None, roles: list[tuple[ProcessInfo, str]] | None = None) -> None:
         """One memory reading of the job and the generator, kept for the next sample's means."""
         processes = all_processes() if processes is None else processes
-        self.memory_readings.append(memory(self.job.pid, processes))
+        self.memory_readings.append(memory(self.job.pid, processes, roles))
         generator_mb = _pss_mb(processes, self.generator.pid)
         if generator_mb is not None:
             self.generator_readings.append(generator_mb)
@@ -223,7 +223,8 @@ class Soak:
         status = _read_json(self.status_path)
         generated = status.get("events")
         processes = all_processes()
-        self.read_memory(processes)
+        roles = job_roles(self.job.pid, processes)
+        self.read_memory(processes, roles)
         row = {
             "t": round(t, 1),
             "time": time.time(),
@@ -241,7 +242,7 @@ class Soak:
             **storage(self.settings.root, self.state_dir, APPLICATION_ID, (INPUT_TOPIC,), known=self.file_sizes),
             "memory_mb": mean_memory(self.memory_readings),
             "generator_memory_mb": round(float(np.mean(self.generator_readings)), 1) if self.generator_readings else None,
-            "cpu_cores": self.cpu.read(self.job.pid, self.generator.pid, processes, time.time()),
+            "cpu_cores": self.cpu.read(self.job.pid, self.generator.pid, processes, time.time(), roles),
         }
         self.memory_readings, self.generator_readings = [], []
         if self.samples:
@@ -445,8 +446,9 @@ def run_soak(settings: SoakSettings) -> int:
         error = "interrupted before the first micro-batch"
     stop = soak.stop()
     checks, slopes, windows = judge(soak, stop) if soak.samples else ([], {}, None)
-    buckets = cadence_buckets(soak, verdict.Buckets.for_duration(soak.samples[-1]["t"])) if soak.samples else []
-    cpu = cpu_buckets(soak.samples, verdict.Buckets.for_duration(soak.samples[-1]["t"])) if soak.samples else []
+    bucketing = verdict.Buckets.for_duration(soak.samples[-1]["t"]) if soak.samples else None
+    buckets = cadence_buckets(soak, bucketing) if bucketing else []
+    cpu = cpu_buckets(soak.samples, bucketing) if bucketing else []
     result = "ERROR" if error else verdict.overall(checks)
     report = {
         "settings": {

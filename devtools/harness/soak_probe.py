@@ -213,11 +213,18 @@ def memory_mb(info: ProcessInfo) -> dict:
     return {"pss_mb": pss, "rss_mb": rss, "pss_anon_mb": anon, "pss_file_mb": file}
 
 
-def memory(driver_pid: int, processes: dict[int, ProcessInfo]) -> dict:
+def job_roles(driver_pid: int, processes: dict[int, ProcessInfo]) -> list[tuple[ProcessInfo, str]]:
+    """The job's processes, each with its :func:`process_role` (one walk of the table, for a
+    sample's memory and CPU readings alike)."""
+    return [(info, process_role(info, driver_pid, processes)) for info in job_processes(driver_pid, processes)]
+
+
+def memory(driver_pid: int, processes: dict[int, ProcessInfo], roles: list[tuple[ProcessInfo, str]] | None = None) -> dict:
     """Memory (PSS, MB) of the driver, its JVM and the rest of the job's processes (Spark's Python
-    daemon and workers, task hosts, ...), with every process listed (PSS and RSS)."""
-    members = job_processes(driver_pid, processes)
-    listed = [{"pid": p.pid, "role": process_role(p, driver_pid, processes), **memory_mb(p)} for p in members]
+    daemon and workers, task hosts, ...), with every process listed (PSS and RSS). ``roles``:
+    :func:`job_roles` of the same table, when the caller has it."""
+    roles = job_roles(driver_pid, processes) if roles is None else roles
+    listed = [{"pid": p.pid, "role": role, **memory_mb(p)} for p, role in roles]
     by_role = {"driver": 0.0, "jvm": 0.0, "python": 0.0}
     for entry in listed:
         by_role[entry["role"] if entry["role"] in ("driver", "jvm") else "python"] += entry["pss_mb"]
@@ -278,11 +285,11 @@ class CpuMeter:
         self._machine: MachineCpu | None = None
         self._time = 0.0
 
-    def read(self, job_pid: int, generator_pid: int | None, processes: dict[int, ProcessInfo], now: float) -> dict | None:
-        """Cores per role since the last call (None at the first, which only sets the start)."""
+    def read(self, job_pid: int, generator_pid: int | None, processes: dict[int, ProcessInfo], now: float, job: list[tuple[ProcessInfo, str]] | None = None) -> dict | None:
+        """Cores per role since the last call (None at the first, which only sets the start).
+        ``job``: :func:`job_roles` of the same table, when the caller has it."""
         roles = {}
-        for info in job_processes(job_pid, processes):
-            role = process_role(info, job_pid, processes)
+        for info, role in job_roles(job_pid, processes) if job is None else job:
             roles[(info.pid, info.started)] = role if role in ("driver", "jvm", "task-host") else "python"
         for pid, role in ((generator_pid, "generator"), (self.soak_pid, "soak")):
             if pid in processes:

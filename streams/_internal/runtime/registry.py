@@ -140,11 +140,14 @@ class TopicRegistry:
         if Topic.exists(self.root, entry.physical):
             self._load(entry)
         elif layout is not None:
-            create_topic_with_layout(self.root, entry.physical, layout, exist_ok=True, checkpoint_interval=self.config.retention.log_checkpoint_interval)
-            self._load(entry)
+            self._create(entry, layout)
         else:
             entry.next_offsets = [0] * partitions
         return entry
+
+    def _create(self, entry: _Entry, layout: TopicLayout) -> None:
+        create_topic_with_layout(self.root, entry.physical, layout, exist_ok=True, checkpoint_interval=self.config.retention.log_checkpoint_interval)
+        self._load(entry)
 
     def _load(self, entry: _Entry) -> None:
         topic = Topic.open(self.root, entry.physical)
@@ -161,8 +164,7 @@ class TopicRegistry:
     def ensure_created(self, logical: str, layout: TopicLayout) -> None:
         entry = self._entries[logical]
         if entry.layout is None:
-            create_topic_with_layout(self.root, entry.physical, layout, exist_ok=True, checkpoint_interval=self.config.retention.log_checkpoint_interval)
-            self._load(entry)
+            self._create(entry, layout)
 
     # -- state ----------------------------------------------------------------------------------
 
