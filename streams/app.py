@@ -116,6 +116,9 @@ class StreamsApp:
         self.committer: Committer | None = None
         self.trigger: Trigger | None = None
         self.query = None
+        self._caught_up_before_query: dict[str, int] | None = None
+        """Set when a run until caught up consumed its input before its Spark session was up: the
+        input's ends it reached (the query was never started)."""
         self.checkpoint: str | None = None
         self.retention: Retention | None = None
         self.kafka_mirror: KafkaMirror | None = None
@@ -199,14 +202,17 @@ class StreamsApp:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, *, until_caught_up: bool = False) -> None:
+        """Start the application. ``until_caught_up``: this start is a :meth:`run` until caught
+        up's, so if the driver's own triggers consume the input before an embedded Spark session
+        is up, the start ends there and the query is never started (the run then ends at once)."""
         self._set_up_logging()
         use_system_pool()
         self._failed = False
         self._lifecycle.to(AppState.REBALANCING)
         try:
             self._serve_metrics()
-            self._start()
+            self._start(until_caught_up=until_caught_up)
         except BaseException as e:
             self._lifecycle.to(AppState.PENDING_ERROR)
             self._stop_heartbeat()  # a failed start holds nothing alive
@@ -238,7 +244,7 @@ class StreamsApp:
             metrics.stop()
             self.progress.remove_listener(metrics.batch_done)
 
-    def _start(self) -> None:
+    def _start(self, *, until_caught_up: bool) -> None:
         phases = Phases()
         master = embedded_master(self.config) if self.spark is None else None
         if master is not None:  # the task hosts' imports, meanwhile (see _session_start)
@@ -320,7 +326,14 @@ class StreamsApp:
             with phases.time("backlog"):
                 self.trigger.run({})
         else:
-            self._run_while_session_starts(session, hosts, phases)
+            self._caught_up_before_query = self._run_while_session_starts(session, hosts, phases, until_caught_up=until_caught_up)
+            if self._caught_up_before_query is not None:
+                # Nothing left for the query to do: a run until caught up ends without waiting
+                # seconds for a JVM it would only stop (docs/applications.md).
+                session.abandon()
+                log.info("application %s caught up in %.1f s, before its Spark session was up: the query was not started (%s)",
+                         self.config.application_id, sum(phases.values()), phases.describe())
+                return
         self.spark = session.get()
         with phases.time("query"):
             self._start_query()
@@ -362,28 +375,36 @@ class StreamsApp:
             self.spark = spark_session(self.config, log_file=self.log_file)
         return SessionStart.given(self.spark)
 
-    def _run_while_session_starts(self, session: SessionStart, hosts: threading.Thread, phases: Phases) -> None:
+    def _run_while_session_starts(self, session: SessionStart, hosts: threading.Thread, phases: Phases, *, until_caught_up: bool) -> dict | None:
         """Triggers run by the driver itself until the session is up (the first is also the
         repartition backlog's): in local mode the hosts do a trigger's work whoever relays it (the
         driver calls them itself for small triggers anyway), so a job's first results need not
         wait for the JVM. Once the hosts are up
         (started from here, :meth:`_warm_up_hosts`), and as long as the session takes (the
-        ``session`` phase: what is left of its start, early triggers included)."""
+        ``session`` phase: what is left of its start, early triggers included).
+        ``until_caught_up``: returns the input's ends (:meth:`_input_ends`, as of the first
+        trigger) once they are consumed, if that is before the session is up; else None."""
         with phases.time("hosts"):
             hosts.join()
         try:
+            targets = self._input_ends() if until_caught_up else None
             with phases.time("backlog"):
                 self.trigger.run_before_query()
             with phases.time("session"):
-                while not session.wait(self._poll_interval_s):
+                while not session.ready():
                     if self.trigger.input_pending():
                         self.trigger.run_before_query()
+                    elif targets is not None and self.caught_up(targets):
+                        return targets
+                    else:
+                        session.wait(self._poll_interval_s)
         except Exception as e:  # said as a failed batch of the query would be (_check_query)
             details = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
             # Our own errors say what to do (bad input names the skip command): kept as they are.
             failure = Failure(str(e), e.action) if isinstance(e, DeltaStreamsError) and getattr(e, "action", None) else explain(details)
             raise ApplicationFailedError(self.config.application_id, failure, details) from None
         log.debug("Spark session started in %.1f s, in the background", session.seconds)
+        return None
 
     def _idle_clock(self) -> IdleClock | None:
         """Idle close (off unless ``idle_close_ms`` is set): every task of a sub-topology that
@@ -538,11 +559,12 @@ class StreamsApp:
             self.trigger.watcher.stop()
             self.trigger.stopping = True
         query, self.query = self.query, None
-        if query is not None:
-            deadline = time.monotonic() + graceful_timeout_s
+        if self.trigger is not None:
             with self.trigger.in_batch:  # waits for the trigger in flight, if any
                 pass
             self._purge_once_more()
+        if query is not None:
+            deadline = time.monotonic() + graceful_timeout_s
             while query.isActive and _last_recorded_batch(query) < self.trigger.last_batch_id and time.monotonic() < deadline:
                 time.sleep(0.02)
             try:
@@ -636,6 +658,14 @@ class StreamsApp:
         failure = Failure(str(ours), ours.action) if ours is not None and getattr(ours, "action", None) else explain(details)
         raise ApplicationFailedError(self.config.application_id, failure, details) from None
 
+    def _input_ends(self) -> dict[str, int]:
+        """Per source topic, where its input ends now (a Kafka topic's latest offsets, a Delta
+        topic's version): what :meth:`caught_up` compares positions with."""
+        return {
+            t: self.kafka.latest(t) if self.kafka is not None and t in self.kafka else Topic.open(self.config.root, self.registry.physical(t)).version()
+            for t in self.topology.source_topics
+        }
+
     def caught_up(self, targets: dict[str, int]) -> bool:
         """Every sub-topology has consumed its input topics up to ``targets`` and every
         repartition topic up to where its upstream wrote it."""
@@ -657,12 +687,9 @@ class StreamsApp:
     def run(self, *, until_caught_up: bool = False, timeout_s: float | None = None) -> None:
         """Start (if needed) and run until stopped, failed, caught up (if asked) or timed out."""
         if self.trigger is None:
-            self.start()
+            self.start(until_caught_up=until_caught_up)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        targets = {
-            t: self.kafka.latest(t) if self.kafka is not None and t in self.kafka else Topic.open(self.config.root, self.registry.physical(t)).version()
-            for t in self.topology.source_topics
-        }
+        targets = self._caught_up_before_query or self._input_ends()
         try:
             while True:
                 self._check_query()

@@ -130,7 +130,7 @@ def run_from_terminal(app, *, until_caught_up: bool = False, timeout_s: float | 
     stopped_by = None
     try:
         stopper.install()
-        app.start()
+        app.start(until_caught_up=until_caught_up)
         stopper.install()  # again: the SparkContext replaced the SIGINT handler
         if stopper.arm():  # the signal came during the start-up
             stopped_by = stopper.received

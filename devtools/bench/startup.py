@@ -11,7 +11,9 @@ Each run is ``python -m deltastreams.jobs.pageview run`` as a user starts it (em
 - ``registered``: to the sub-topologies' registration (checks, recovery of the transaction logs;
   before the background start, the Spark session too);
 - ``first batch``: to the first committed batch (task hosts, store restore, the batch);
-- ``started``: to the query running (the application's own line, with its phases).
+- ``started``: to the query running (the application's own line, with its phases); or
+  ``caught up``: a run until caught up that consumed its input before its Spark session was up
+  ends there, without a query.
 The kill -9 case starts the job without ``--until-caught-up``, kills the driver with SIGKILL once its
 first batch is committed, appends 2,000 more events and times the restart (recovery, restore).
 The load average is printed with every run.
@@ -111,6 +113,9 @@ def _launch(checkout: Checkout, root: Path, *, until_caught_up: bool, stop_after
                     break
             elif "INFO application pageview started in" in line:
                 marks["started"] = at
+                started_line = line.split("INFO ", 1)[1].strip()
+            elif "INFO application pageview caught up in" in line:  # before its Spark session was up: no query
+                marks["caught up"] = at
                 started_line = line.split("INFO ", 1)[1].strip()
         process.wait()
         if not stop_after_first_batch:

@@ -12,6 +12,9 @@ read through Catalyst, a task that failed on its host.
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +24,8 @@ from deltastreams.streams._internal.runtime import task_host
 from deltastreams.streams._internal.spark.session import embedded_master
 
 __all__ = ["SessionStart", "embedded_master", "prepare_task_hosts"]
+
+log = logging.getLogger("deltastreams")
 
 
 def prepare_task_hosts(config: StreamsConfig, *, log_file: str | None) -> None:
@@ -45,6 +50,8 @@ class SessionStart:
         self._session = session
         self._error: BaseException | None = None
         self._done = threading.Event()
+        self._abandoned = False
+        self._lock = threading.Lock()
         if start is None:
             self._done.set()
             return
@@ -57,12 +64,36 @@ class SessionStart:
 
     def _run(self, start: Callable[[], object]) -> None:
         try:
-            self._session = start()
+            session = start()
         except BaseException as e:  # noqa: BLE001 - raised again in the thread that asks for the session
             self._error = e
+            session = None
         finally:
             self.seconds = time.perf_counter() - self._started
+        with self._lock:
+            self._session = session
             self._done.set()
+            if not self._abandoned or session is None:
+                return
+        _stop_quietly(session)
+
+    def abandon(self) -> None:
+        """No one will ask for this session: the application finished before it was up (a run
+        until caught up whose input the driver's own triggers consumed meanwhile). The JVM still
+        being launched is killed rather than left to come up for nothing (at the process's exit
+        it would find its pipe closed only once booted, taking a core for another second or
+        two); a session up by now is stopped."""
+        with self._lock:
+            self._abandoned = True
+            session = self._session if self._done.is_set() else None
+            if not self._done.is_set():
+                for pid in _launching_jvms():
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass  # it exited meanwhile
+        if session is not None:
+            _stop_quietly(session)
 
     @property
     def local(self) -> bool:
@@ -81,3 +112,31 @@ class SessionStart:
         if self._error is not None:
             raise self._error
         return self._session
+
+
+def _launching_jvms() -> list[int]:
+    """This process's children that are PySpark's gateway JVM (``spark-submit``, which execs
+    ``java ... SparkSubmit``)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != me:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read()
+        except (OSError, ValueError, IndexError):
+            continue  # gone, or not ours to read
+        if b"spark-submit" in command or b"org.apache.spark.deploy.SparkSubmit" in command:
+            found.append(int(entry))
+    return found
+
+
+def _stop_quietly(session) -> None:
+    try:
+        session.stop()
+    except Exception:  # noqa: BLE001 - nobody uses it; the process may be exiting
+        log.debug("stopping an abandoned Spark session failed", exc_info=True)
