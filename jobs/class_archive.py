@@ -38,6 +38,9 @@ def write_archive(scratch: Path) -> None:
         {"application_id": "class-archive", "root": root, "spark_conf": {"spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={written} -Xlog:cds=error,cds+dynamic=error"}}
     )
     app = StreamsApp(build_topology(), config, loglevel=None, log_file=scratch / "spark.log")  # bin/setup's output stays its own
+    # Started first, as a run without an end: a run until caught up may end before its session is
+    # up, and the classes worth archiving are those of the session and its query.
+    app.start()
     app.run(until_caught_up=True, timeout_s=1800)
     jvm = SparkContext._gateway.proc
     app.close_spark()
