@@ -52,6 +52,9 @@ class SessionStart:
         self._done = threading.Event()
         self._abandoned = False
         self._lock = threading.Lock()
+        self._other_jvms: set[int] | None = None
+        """Gateway JVMs this process had before this start launched its own (never killed by
+        :meth:`abandon`); None until the start's thread has looked."""
         if start is None:
             self._done.set()
             return
@@ -63,6 +66,8 @@ class SessionStart:
         return cls(None, master=session.sparkContext.master, session=session)
 
     def _run(self, start: Callable[[], object]) -> None:
+        with self._lock:
+            self._other_jvms = set(_launching_jvms())
         try:
             session = start()
         except BaseException as e:  # noqa: BLE001 - raised again in the thread that asks for the session
@@ -86,8 +91,8 @@ class SessionStart:
         with self._lock:
             self._abandoned = True
             session = self._session if self._done.is_set() else None
-            if not self._done.is_set():
-                for pid in _launching_jvms():
+            if not self._done.is_set() and self._other_jvms is not None:
+                for pid in set(_launching_jvms()) - self._other_jvms:
                     try:
                         os.kill(pid, signal.SIGKILL)
                     except OSError:
