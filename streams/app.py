@@ -119,6 +119,8 @@ class StreamsApp:
         self._caught_up_before_query: dict[str, int] | None = None
         """Set when a run until caught up consumed its input before its Spark session was up: the
         input's ends it reached (the query was never started)."""
+        self._abandoned_start: SessionStart | None = None
+        """That session's start, still under way then (:meth:`close_spark` ends it)."""
         self.checkpoint: str | None = None
         self.retention: Retention | None = None
         self.kafka_mirror: KafkaMirror | None = None
@@ -331,6 +333,7 @@ class StreamsApp:
                 # Nothing left for the query to do: a run until caught up ends without waiting
                 # seconds for a JVM it would only stop (docs/applications.md).
                 session.abandon()
+                self._abandoned_start = session
                 log.info("application %s caught up in %.1f s, before its Spark session was up: the query was not started (%s)",
                          self.config.application_id, sum(phases.values()), phases.describe())
                 return
@@ -597,16 +600,20 @@ class StreamsApp:
         if self.heartbeat is not None:
             self.heartbeat.stop()
 
-    def close_spark(self) -> None:
+    def close_spark(self, *, exiting: bool = False) -> None:
         """Stop the Spark session if this application started it (the command line does, at
         exit), so the process ends with Spark shut down in order rather than torn down by the
-        interpreter's exit."""
+        interpreter's exit; also one whose start a run caught up before (waited for, unless
+        ``exiting``: the process ends next, and a JVM still launching is killed)."""
         if self._owns_spark and self.spark is not None:
             try:
                 self.spark.stop()
             except Exception:  # noqa: BLE001 - the process is exiting anyway
                 log.debug("stopping the Spark session failed", exc_info=True)
             self.spark = None
+        abandoned, self._abandoned_start = self._abandoned_start, None
+        if abandoned is not None:
+            abandoned.end(kill_launch=exiting)
 
     def _purge_once_more(self) -> None:
         # Records consumed since the last purge interval go now, as Kafka Streams deletes them

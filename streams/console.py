@@ -144,7 +144,7 @@ def run_from_terminal(app, *, until_caught_up: bool = False, timeout_s: float | 
         return 1
     finally:
         stopper.disarm()
-        app.close_spark()
+        app.close_spark(exiting=True)
     ended = f"stopped on {stopped_by}: " if stopped_by else ""
     print(f"{ended}{app.progress.summary()}", file=sys.stderr)
     return 0

@@ -67,6 +67,9 @@ class SessionStart:
 
     def _run(self, start: Callable[[], object]) -> None:
         with self._lock:
+            if self._abandoned:  # before it began: nothing to start
+                self._done.set()
+                return
             self._other_jvms = set(_launching_jvms())
         try:
             session = start()
@@ -78,27 +81,34 @@ class SessionStart:
         with self._lock:
             self._session = session
             self._done.set()
-            if not self._abandoned or session is None:
-                return
-        _stop_quietly(session)
 
     def abandon(self) -> None:
-        """No one will ask for this session: the application finished before it was up (a run
-        until caught up whose input the driver's own triggers consumed meanwhile). The JVM still
-        being launched is killed rather than left to come up for nothing (at the process's exit
-        it would find its pipe closed only once booted, taking a core for another second or
-        two); a session up by now is stopped."""
+        """The application finished before the session was up (a run until caught up whose
+        input the driver's own triggers consumed meanwhile) and will not ask for it. A start
+        not yet begun never begins; one under way goes on (a session then up is the process's
+        active one, as any other) unless :meth:`end` ends it."""
         with self._lock:
             self._abandoned = True
-            session = self._session if self._done.is_set() else None
-            if not self._done.is_set() and self._other_jvms is not None:
-                for pid in set(_launching_jvms()) - self._other_jvms:
+
+    def end(self, *, kill_launch: bool) -> None:
+        """End the session this start started or is starting (the application's
+        ``close_spark``): stop it once up. ``kill_launch`` (the process is about to exit): a JVM
+        still being launched is killed rather than waited for, so it does not boot for nothing
+        after the process is gone (PySpark's JVM exits on its closed pipe only once booted,
+        taking a core for a second or two). Not otherwise: PySpark would be left pointing at a
+        dead JVM."""
+        with self._lock:
+            if not self._done.is_set() and kill_launch:
+                launched = set(_launching_jvms()) - self._other_jvms if self._other_jvms is not None else set()
+                for pid in launched:
                     try:
                         os.kill(pid, signal.SIGKILL)
                     except OSError:
                         pass  # it exited meanwhile
-        if session is not None:
-            _stop_quietly(session)
+                return
+        self._done.wait()
+        if self._session is not None:
+            _stop_quietly(self._session)
 
     @property
     def local(self) -> bool:
