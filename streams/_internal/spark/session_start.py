@@ -54,7 +54,7 @@ class SessionStart:
         self._lock = threading.Lock()
         self._other_jvms: set[int] | None = None
         """Gateway JVMs this process had before this start launched its own (never killed by
-        :meth:`abandon`); None until the start's thread has looked."""
+        :meth:`end`); None until the start's thread has looked."""
         if start is None:
             self._done.set()
             return
