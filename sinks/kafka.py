@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from deltastreams.conf.errors import ConfigError, TopicError, TopicNotFoundError
-from deltastreams.sinks._internal import kafka_arrow
+from deltastreams.sinks._internal import kafka_arrow, kafka_wire
 from deltastreams.sinks._internal.files import OFFSET, PARTITION, TIMESTAMP
 from deltastreams.sinks.partitioner import partitions_for
 from deltastreams.sinks.serde import HEADERS, HEADERS_TYPE
@@ -95,6 +95,11 @@ class KafkaTopic:
 
 
 def partition_count(topic: KafkaTopic, timeout_s: float = 10.0) -> int:
+    # Asked over a connection the reader keeps where it can: a librdkafka client for the question
+    # alone took ~70 ms of an application's start.
+    count = kafka_wire.partition_count(topic.consumer_settings(), topic.name, timeout_s)
+    if count:
+        return count
     consumer = topic.consumer()
     try:
         metadata = consumer.list_topics(topic.name, timeout=timeout_s)
@@ -159,31 +164,43 @@ def create_kafka_topic(topic: KafkaTopic, partitions: int, timeout_s: float = 10
 def read_range(topic: KafkaTopic, partition: int, start: int, end: int, timeout_s: float = 60.0, *, reader: str = "auto") -> pa.Table:
     """The records of ``partition`` with offsets in ``[start, end)``, in record form. Offsets
     inside the range may be missing (transaction markers, compaction); reading stops once the
-    consumer's position reaches ``end``. ``reader``: ``auto`` reads with the C reader when it was
-    built (:mod:`~deltastreams.sinks._internal.kafka_arrow`), ``python`` through confluent-kafka's
-    Message objects (the two give the same table)."""
+    consumer's position reaches ``end``. ``reader``: ``auto`` fetches the range itself and decodes
+    its batches in C (:mod:`~deltastreams.sinks._internal.kafka_wire`) where it can, else reads
+    through librdkafka in C (``librdkafka``: :mod:`~deltastreams.sinks._internal.kafka_arrow`),
+    else (``python``) through confluent-kafka's Message objects; all give the same table."""
     if end <= start:
         return _records(topic, partition, [])
+    raw = None
     if reader == "auto":
+        try:
+            raw = kafka_wire.read_wire(topic.consumer_settings(), topic.name, partition, start, end, timeout_s)
+        except kafka_arrow.RangeReadError as e:
+            raise _range_read_error(topic, partition, start, end, timeout_s, e) from None
+    if raw is None and reader in ("auto", "librdkafka"):
         try:
             raw = kafka_arrow.read_raw(topic.consumer_settings(), topic.name, partition, start, end, timeout_s)
         except kafka_arrow.RangeReadError as e:
-            if e.kind == "offset_out_of_range":
-                raise _offsets_gone(topic, partition, start) from None
-            if e.kind == "timed_out":
-                raise _read_timed_out(topic, partition, start, end, timeout_s, e.rows) from None
-            raise TopicError(f"reading Kafka topic '{topic.name}' partition {partition}: {e.detail}", topic=topic.name) from None
-        if raw is not None:
-            return _records_from_columns(topic, partition, raw)
+            raise _range_read_error(topic, partition, start, end, timeout_s, e) from None
+    if raw is not None:
+        return _records_from_columns(topic, partition, raw)
     return _read_range_in_python(topic, partition, start, end, timeout_s)
 
 
+def _range_read_error(topic: KafkaTopic, partition: int, start: int, end: int, timeout_s: float, e: kafka_arrow.RangeReadError) -> TopicError:
+    if e.kind == "offset_out_of_range":
+        return _offsets_gone(topic, partition, start)
+    if e.kind == "timed_out":
+        return _read_timed_out(topic, partition, start, end, timeout_s, e.rows)
+    return TopicError(f"reading Kafka topic '{topic.name}' partition {partition}: {e.detail}", topic=topic.name)
+
+
 def close_readers() -> None:
-    """Close the consumers the C reader keeps between reads of a partition in this process (each
-    holds a connection and fetches ahead); those idle a minute are closed at the next read, the
-    rest at exit. Call it before the brokers go away, or a kept consumer logs that it cannot
-    reconnect."""
+    """Close the consumers and connections the C readers keep between reads of a partition in
+    this process (each holds a connection, a consumer fetches ahead); those idle a minute are
+    closed at the next read, the rest at exit. Call it before the brokers go away, or a kept
+    consumer logs that it cannot reconnect."""
     kafka_arrow.close_consumers()
+    kafka_wire.close_connections()
 
 
 def c_reader_available() -> bool:
@@ -271,8 +288,10 @@ def _records_from_columns(topic: KafkaTopic, partition: int, raw: kafka_arrow.Ra
     keys, key_errors = _decode_column(raw.keys, topic.key_format, schema.field(KEY).type)
     values, value_errors = _decode_column(raw.values, topic.value_format, schema.field(VALUE).type)
     count = len(raw.offsets)
+    # The partition's column from its buffer: pa.array() of a NumPy array imports pandas (~0.2 s
+    # of CPU, in every task host's first Kafka read).
     return pa.table(
-        [pa.array(np.full(count, partition, np.int32)), raw.offsets, raw.timestamps, keys, values, raw.headers, _rejections(key_errors, value_errors)],
+        [pa.Array.from_buffers(pa.int32(), count, [None, pa.py_buffer(np.full(count, partition, np.int32))]), raw.offsets, raw.timestamps, keys, values, raw.headers, _rejections(key_errors, value_errors)],
         schema=schema,
     )
 

@@ -196,10 +196,15 @@ def read_raw(settings: Mapping[str, Any], topic: str, partition: int, start: int
     if status != _OK:  # a column over int32 offsets: Python reads it
         log.info("Kafka reader in C gave up on %s[%d] [%d, %d): %s", topic, partition, start, end, detail or "too large")
         return None
-    offsets, stamps, keys, values, headers = columns
+    return raw_records(rows, *columns)
+
+
+def raw_records(rows: int, offsets: bytes, stamps: bytes, keys: tuple, values: tuple, headers: tuple) -> RawRecords | None:
+    """The C reader's buffers as Arrow arrays, without a copy; None when a header name is not
+    UTF-8 (the Python reader says what it does with it)."""
     try:
         header_array = _headers(rows, *headers)
-    except pa.ArrowInvalid:  # a header name that is not UTF-8: the Python reader says what it does with it
+    except pa.ArrowInvalid:
         return None
     return RawRecords(
         pa.Array.from_buffers(pa.int64(), rows, [None, pa.py_buffer(offsets)]),

@@ -1,7 +1,9 @@
-"""The Kafka reader in C (sinks/_internal/kafka_range.c) against the reader through
-confluent-kafka's Message objects, on a real broker: the same records, every column, for every
-format and range, with transactions committed and aborted, null and empty keys, values and
-headers, and bytes that do not decode."""
+"""The Kafka readers in C against the reader through confluent-kafka's Message objects, on a real
+broker: the same records, every column, for every format and range, with transactions committed
+and aborted, null and empty keys, values and headers, and bytes that do not decode. Two readers in
+C: the wire reader (``auto``: sinks/_internal/kafka_wire.py fetches, kafka_range.c decodes the
+batches) and the one polling librdkafka (``librdkafka``: kafka_range.c, where the wire reader
+cannot read a range)."""
 
 from __future__ import annotations
 
@@ -71,8 +73,12 @@ def test_the_c_reader_is_built():
     assert kafka_arrow.reader() is not None, "bin/setup builds the C reader (setup.py's extension); is gcc installed?"
 
 
+C_READERS = ["auto", "librdkafka"]
+
+
+@pytest.mark.parametrize("reader", C_READERS)
 @pytest.mark.parametrize("key_format,value_format,value_type", FORMATS)
-def test_the_c_reader_gives_the_python_readers_records(broker, topic_name, key_format, value_format, value_type):
+def test_the_c_reader_gives_the_python_readers_records(broker, topic_name, key_format, value_format, value_type, reader):
     broker.create_topic(topic_name, 2)
     produce_mixed(broker, topic_name, 600, seed=len(topic_name) + len(value_format))
     topic = KafkaTopic(broker.bootstrap_servers, topic_name, key_format=key_format, value_format=value_format, value_type=value_type)
@@ -82,11 +88,11 @@ def test_the_c_reader_gives_the_python_readers_records(broker, topic_name, key_f
         low, high = ends[partition]
         ranges = [(low, high), (low, low + 1), (high, high)] + [tuple(sorted(rng.sample(range(low, high + 1), 2))) for _ in range(6)]
         for start, end in ranges:
-            in_c = read_range(topic, partition, start, end, 30)
+            in_c = read_range(topic, partition, start, end, 30, reader=reader)
             in_python = read_range(topic, partition, start, end, 30, reader="python")
             assert in_c.schema == in_python.schema
             assert in_c.equals(in_python), (partition, start, end, in_c.slice(0, 5).to_pylist(), in_python.slice(0, 5).to_pylist())
-    whole = read_range(topic, 0, *ends[0])
+    whole = read_range(topic, 0, *ends[0], reader=reader)
     assert whole.num_rows > 0 and whole["offset"].to_pylist() == sorted(whole["offset"].to_pylist())
     assert whole["headers"].null_count < whole.num_rows and whole["key"].null_count > 0
 
@@ -106,24 +112,25 @@ def test_consecutive_ranges_read_on_one_kept_consumer_give_the_python_readers_re
     for partition in (0, 1):
         low, high = ends[partition]
         cuts = [low, *sorted(rng.sample(range(low + 1, high), 12)), high]
-        pieces = [read_range(topic, partition, a, b, 30) for a, b in zip(cuts, cuts[1:])]
+        pieces = [read_range(topic, partition, a, b, 30, reader="librdkafka") for a, b in zip(cuts, cuts[1:])]
         assert pa.concat_tables(pieces).equals(read_range(topic, partition, low, high, 30, reader="python"))
-        again = read_range(topic, partition, cuts[3], cuts[5], 30)  # back to earlier offsets
+        again = read_range(topic, partition, cuts[3], cuts[5], 30, reader="librdkafka")  # back to earlier offsets
         assert again.equals(pa.concat_tables(pieces[3:5]))
     assert opened == [(topic_name, 0), (topic_name, 1)]  # one consumer per partition, kept
     # Records that arrive while the consumer is kept are read by the next range.
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
     producer.produce(topic_name, value=b'{"user": "late", "n": 1}', partition=0)
     assert producer.flush(10) == 0
-    later = read_range(topic, 0, ends[0][1], ends[0][1] + 1, 30)
+    later = read_range(topic, 0, ends[0][1], ends[0][1] + 1, 30, reader="librdkafka")
     assert later["value"].to_pylist() == [{"user": "late", "n": 1}]
     # A consumer idle too long (its task moved) is closed at the next read.
     monkeypatch.setattr(kafka_arrow, "IDLE_CLOSE_S", 0.0)
-    read_range(topic, 1, ends[1][0], ends[1][0] + 1, 30)
+    read_range(topic, 1, ends[1][0], ends[1][0] + 1, 30, reader="librdkafka")
     assert [key[2] for key in kafka_arrow._consumers._idle] == [1]
 
 
-def test_ranges_of_over_ten_thousand_records_on_a_kept_consumer_lose_none(broker, topic_name):
+@pytest.mark.parametrize("reader", C_READERS)
+def test_ranges_of_over_ten_thousand_records_on_a_kept_consumer_lose_none(broker, topic_name, reader):
     """The reader looks at the consumer's position every 10,000 records, and the position counts
     every record taken from librdkafka's queue (up to 1,024 at a time), held ones too: a range
     ending inside the batch holding its 10,000th record ended there, and its last records were
@@ -140,12 +147,13 @@ def test_ranges_of_over_ten_thousand_records_on_a_kept_consumer_lose_none(broker
     assert watermarks(topic, [0])[0] == (0, 45_000)
     cuts = [0, 10_001, 20_002, 20_500, 40_513, 45_000]  # each a little past a multiple of 10,000 records since its start
     for a, b in zip(cuts, cuts[1:]):
-        piece = read_range(topic, 0, a, b, 30)
+        piece = read_range(topic, 0, a, b, 30, reader=reader)
         assert piece["offset"].to_pylist() == list(range(a, b)), (a, b, piece.num_rows)
         assert piece["value"].to_pylist() == [b"v%d" % i for i in range(a, b)]
 
 
-def test_a_range_ending_at_a_transaction_marker_ends_without_waiting(broker, topic_name):
+@pytest.mark.parametrize("reader", C_READERS)
+def test_a_range_ending_at_a_transaction_marker_ends_without_waiting(broker, topic_name, reader):
     broker.create_topic(topic_name, 1)
     txn = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": f"{topic_name}-txn"})
     txn.init_transactions(30)
@@ -156,17 +164,18 @@ def test_a_range_ending_at_a_transaction_marker_ends_without_waiting(broker, top
     topic = KafkaTopic(broker.bootstrap_servers, topic_name)
     assert eventually(lambda: watermarks(topic, [0])[0], (0, 4)) == (0, 4)  # three records and the commit marker
     started = time.monotonic()
-    table = read_range(topic, 0, 0, 4, 20)
+    table = read_range(topic, 0, 0, 4, 20, reader=reader)
     assert time.monotonic() - started < 5
     assert table["value"].to_pylist() == ["v0", "v1", "v2"]
 
 
-def test_the_c_reader_says_when_offsets_are_gone(broker, topic_name):
+@pytest.mark.parametrize("reader", C_READERS)
+def test_the_c_reader_says_when_offsets_are_gone(broker, topic_name, reader):
     broker.create_topic(topic_name, 1)
     Producer({"bootstrap.servers": broker.bootstrap_servers}).produce(topic_name, value=b"x", partition=0)
     topic = KafkaTopic(broker.bootstrap_servers, topic_name)
     with pytest.raises(OffsetOutOfRangeError, match=f"'{topic_name}' partition 0: offset 50 is no longer there"):
-        read_range(topic, 0, 50, 60, 20)
+        read_range(topic, 0, 50, 60, 20, reader=reader)
 
 
 def test_big_endian_ints_decode_column_wise_around_nulls():
