@@ -695,22 +695,29 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     return Py_BuildValue("(iLL)", status, (long long)next, (long long)r->rows);
 }
 
-/* columns(columns) -> (rows, offsets, timestamps, key, value, headers), laid out as read() gives them. */
+/* columns(columns) -> (rows, offsets, timestamps, key, value, headers), laid out as read() gives
+ * them, each buffer as (address, size) in the columns' own memory: Python wraps them without a
+ * copy (a range's values are tens of MB), holding the columns object while they live. */
+static PyObject *buffer_view(Buffer *b) { return Py_BuildValue("(nn)", (Py_ssize_t)(uintptr_t)b->data, (Py_ssize_t)b->len); }
+static PyObject *binary_view(Binary *c) {
+    return Py_BuildValue("(NNNL)", buffer_view(&c->validity), buffer_view(&c->offsets), buffer_view(&c->data), (long long)c->nulls);
+}
+
 static PyObject *take_columns(PyObject *self, PyObject *args) {
     PyObject *capsule;
     if (!PyArg_ParseTuple(args, "O", &capsule)) return NULL;
     Columns *r = PyCapsule_GetPointer(capsule, DECODED);
     if (r == NULL) return NULL;
     return Py_BuildValue(
-        "(LNNNN(NNLNNNN))", (long long)r->rows, buffer_bytes(&r->offsets), buffer_bytes(&r->stamps), binary_tuple(&r->keys), binary_tuple(&r->values),
-        buffer_bytes(&r->header_validity), buffer_bytes(&r->header_offsets), (long long)r->header_nulls, buffer_bytes(&r->names.offsets),
-        buffer_bytes(&r->names.data), buffer_bytes(&r->header_values.offsets), buffer_bytes(&r->header_values.data));
+        "(LNNNN(NNLNNNN))", (long long)r->rows, buffer_view(&r->offsets), buffer_view(&r->stamps), binary_view(&r->keys), binary_view(&r->values),
+        buffer_view(&r->header_validity), buffer_view(&r->header_offsets), (long long)r->header_nulls, buffer_view(&r->names.offsets),
+        buffer_view(&r->names.data), buffer_view(&r->header_values.offsets), buffer_view(&r->header_values.data));
 }
 
 static PyMethodDef methods[] = {
     {"new_columns", new_columns, METH_NOARGS, "new_columns(): columns a range's fetched record sets are decoded into"},
     {"decode", decode_records, METH_VARARGS, "decode(columns, record_set, from, end, aborted): a Fetch response's records into columns"},
-    {"columns", take_columns, METH_VARARGS, "columns(columns): the decoded records as Arrow buffers"},
+    {"columns", take_columns, METH_VARARGS, "columns(columns): where the decoded records' Arrow buffers are, as (address, size)"},
     {"open_library", open_library, METH_VARARGS, "open_library(path): load librdkafka's functions from the shared library at path"},
     {"open_consumer", open_consumer, METH_VARARGS, "open_consumer(settings, topic, partition): a consumer of one partition, kept between reads"},
     {"read", read_records, METH_VARARGS, "read(consumer, start, end, timeout_s): one offset range as Arrow buffers"},

@@ -29,6 +29,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import pyarrow as pa
+
 from deltastreams.sinks._internal.kafka_arrow import RangeReadError, RawRecords, raw_records, reader
 
 log = logging.getLogger(__name__)
@@ -274,7 +276,19 @@ def read_wire(settings: Mapping[str, Any], topic: str, partition: int, start: in
         connection.close()
         raise
     _connections.give_back(address, connection)
-    return raw_records(*native.columns(columns))
+    rows, *buffers = native.columns(columns)
+    return raw_records(rows, *_wrapped(buffers, columns))
+
+
+def _wrapped(buffers: Any, owner: Any) -> Any:
+    """The (address, size) pairs of :func:`decode`'s columns as Arrow buffers over that memory,
+    each holding ``owner`` (the columns) alive; counts are left as they are."""
+    if isinstance(buffers, tuple) and len(buffers) == 2 and all(isinstance(x, int) for x in buffers):
+        address, size = buffers
+        return pa.foreign_buffer(address, size, base=owner) if size else pa.py_buffer(b"")
+    if isinstance(buffers, list | tuple):
+        return type(buffers)(_wrapped(b, owner) for b in buffers)
+    return buffers
 
 
 def partition_count(settings: Mapping[str, Any], topic: str, timeout_s: float) -> int | None:
