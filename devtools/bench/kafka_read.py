@@ -4,9 +4,11 @@ way of reading it, alternating: the CPU figure says more than the wall time on a
 
     python -m deltastreams.devtools.bench.kafka_read --events 1000000 [--reps 3] [--bootstrap HOST:PORT]
 
-- ``c-reader``: what tasks do (:func:`deltastreams.sinks.kafka.read_range`): the reader in C
-  (``sinks/_internal/kafka_range.c``) polling librdkafka into Arrow buffers, values decoded by
-  Arrow's JSON reader, no Python object per record;
+- ``wire``: what tasks do (:func:`deltastreams.sinks.kafka.read_range`): the range fetched over
+  Kafka's protocol (``sinks/_internal/kafka_wire.py``), its record batches decoded in C
+  (``sinks/_internal/kafka_range.c``) into Arrow buffers, values by the JSON parser in C;
+- ``c-reader``: what tasks do where the wire reader cannot (``read_range(..., reader="librdkafka")``):
+  the reader in C polling librdkafka into the same buffers, no Python object per record;
 - ``confluent``: what tasks did before it (``read_range(..., reader="python")``, still the path
   where the C reader is not built): librdkafka's batch ``consume()``, one Message object per
   record;
@@ -34,8 +36,12 @@ from deltastreams.jobs.pageview import INPUT_TOPIC, generate_to_kafka, kafka_inp
 from deltastreams.sinks.kafka import c_reader_available, read_range, watermarks
 
 
-def _c_reader(bootstrap: str, end: int) -> int:
+def _wire(bootstrap: str, end: int) -> int:
     return read_range(kafka_input_topic(bootstrap), 0, 0, end).num_rows
+
+
+def _c_reader(bootstrap: str, end: int) -> int:
+    return read_range(kafka_input_topic(bootstrap), 0, 0, end, reader="librdkafka").num_rows
 
 
 def _confluent(bootstrap: str, end: int) -> int:
@@ -97,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         spark = _session()
         if not c_reader_available():
             raise SystemExit("the Kafka reader in C is not built: run bin/setup (it needs gcc)")
-        readers = {"c-reader": lambda: _c_reader(args.bootstrap, end), "confluent": lambda: _confluent(args.bootstrap, end), "spark-connector": lambda: _spark_connector(spark, args.bootstrap, end)}
+        readers = {"wire": lambda: _wire(args.bootstrap, end), "c-reader": lambda: _c_reader(args.bootstrap, end), "confluent": lambda: _confluent(args.bootstrap, end), "spark-connector": lambda: _spark_connector(spark, args.bootstrap, end)}
         _spark_connector(spark, args.bootstrap, min(end, 1000))  # the connector's classes loaded, its Python worker up
         print(f"partition 0, offsets [0, {end:,}), read_committed", flush=True)
         best: dict[str, float] = {}
@@ -110,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                 best[name] = max(best.get(name, 0.0), rows / wall)
                 print(f"  {name:16} load {load:4.1f}: {rows:,} records in {wall:.2f} s = {rows / wall:,.0f}/s per partition, {rows / cpu:,.0f} per CPU-second (this process, the JVM and its Python workers)", flush=True)
         print("best records/s per partition: " + ", ".join(f"{name} {rate:,.0f}" for name, rate in best.items()))
-        print(f"c-reader / confluent: {best['c-reader'] / best['confluent']:.1f}x")
+        print(f"wire / confluent: {best['wire'] / best['confluent']:.1f}x, c-reader / confluent: {best['c-reader'] / best['confluent']:.1f}x")
     finally:
         if broker is not None:
             broker.stop()
