@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import socket
 import struct
-import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 
+from deltastreams.sinks._internal.idle_clients import IdleClients
 from deltastreams.sinks._internal.kafka_arrow import RangeReadError, RawRecords, raw_records, reader
 
 log = logging.getLogger(__name__)
@@ -45,7 +44,6 @@ PARTITION_MAX_BYTES = 16 << 20
 large). Fetching less for a small range far behind its partition's end changed nothing measurable
 (sendfile on the broker; 20 ranges of 50k records: the same wall and CPU)."""
 MAX_WAIT_MS = 200
-IDLE_CLOSE_S = 60.0
 
 _READER_SETTINGS = {
     "bootstrap.servers", "group.id", "enable.auto.commit", "enable.auto.offset.store", "isolation.level", "enable.partition.eof",
@@ -61,7 +59,6 @@ class _Unsupported(Exception):
 
 class _Connection:
     def __init__(self, host: str, port: int, timeout_s: float) -> None:
-        self.pid = os.getpid()
         self.sock = socket.create_connection((host, port), timeout=timeout_s)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._correlation = 0
@@ -191,40 +188,8 @@ class _Cursor:
             raise ConnectionError("a Kafka response with a string that is not UTF-8") from None
 
 
-class _Connections:
-    """Connections kept between reads, per broker address; one read uses one at a time."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: dict[tuple[str, int], list[tuple[_Connection, float]]] = {}
-
-    def take(self, address: tuple[str, int], timeout_s: float) -> _Connection:
-        with self._lock:
-            now = time.monotonic()
-            stale = [c for kept in self._idle.values() for c, since in kept if now - since > IDLE_CLOSE_S]
-            for key in list(self._idle):
-                self._idle[key] = [(c, since) for c, since in self._idle[key] if now - since <= IDLE_CLOSE_S]
-            kept = self._idle.get(address) or []
-            connection = kept.pop()[0] if kept else None
-        for old in stale:
-            old.close()
-        if connection is not None and connection.pid == os.getpid():
-            return connection
-        return _Connection(*address, timeout_s)
-
-    def give_back(self, address: tuple[str, int], connection: _Connection) -> None:
-        with self._lock:
-            self._idle.setdefault(address, []).append((connection, time.monotonic()))
-
-    def close_all(self) -> None:
-        with self._lock:
-            idle, self._idle = [c for kept in self._idle.values() for c, _ in kept], {}
-        for connection in idle:
-            if connection.pid == os.getpid():
-                connection.close()
-
-
-_connections = _Connections()
+_connections: IdleClients[_Connection] = IdleClients(lambda connection: connection.close())
+"""Connections per broker address; reads of one broker at once each use their own."""
 atexit.register(_connections.close_all)
 _leaders: dict[tuple[str, str, int], tuple[str, int]] = {}
 _compressed: set[tuple[str, str]] = set()
@@ -252,7 +217,7 @@ def read_wire(settings: Mapping[str, Any], topic: str, partition: int, start: in
     columns = native.new_columns()
     try:
         address = _leader(settings, topic, partition, timeout_s)
-        connection = _connections.take(address, timeout_s)
+        connection = _connections.take(address) or _Connection(*address, timeout_s)
     except (OSError, _Unsupported, KeyError) as e:
         _leaders.pop((bootstrap, topic, partition), None)
         log.info("Kafka wire reader gave up on %s[%d]: %s", topic, partition, e)
@@ -324,7 +289,7 @@ def _metadata(settings: Mapping[str, Any], topic: str, timeout_s: float) -> dict
     bootstrap = str(settings["bootstrap.servers"])
     host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
     address = (host.strip("[]"), int(port))
-    connection = _connections.take(address, timeout_s)
+    connection = _connections.take(address) or _Connection(*address, timeout_s)
     try:
         leaders = connection.leaders(topic, timeout_s)
     except BaseException:

@@ -124,9 +124,9 @@ def test_consecutive_ranges_read_on_one_kept_consumer_give_the_python_readers_re
     later = read_range(topic, 0, ends[0][1], ends[0][1] + 1, 30, reader="librdkafka")
     assert later["value"].to_pylist() == [{"user": "late", "n": 1}]
     # A consumer idle too long (its task moved) is closed at the next read.
-    monkeypatch.setattr(kafka_arrow, "IDLE_CLOSE_S", 0.0)
+    monkeypatch.setattr(kafka_arrow._consumers, "idle_close_s", 0.0)
     read_range(topic, 1, ends[1][0], ends[1][0] + 1, 30, reader="librdkafka")
-    assert [key[2] for key in kafka_arrow._consumers._idle] == [1]
+    assert [key[2] for key in kafka_arrow._consumers.kept()] == [1]
 
 
 @pytest.mark.parametrize("reader", C_READERS)

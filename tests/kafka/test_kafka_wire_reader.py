@@ -79,13 +79,13 @@ def test_connections_are_kept_and_a_broken_one_leaves_the_range_to_librdkafka(br
     ends = watermarks(topic, [0, 1])
     for partition, (low, high) in ends.items():
         _same_as_python(topic, partition, low, high)
-    kept = [c for held in kafka_wire._connections._idle.values() for c, _ in held]
+    kept = [c for held in kafka_wire._connections.kept().values() for c in held]
     assert len(kept) == 1  # one broker: one connection for its metadata and both partitions' fetches
     kept[0].sock.close()  # as if the broker had closed it
     _same_as_python(topic, 0, *ends[0])
-    assert [c for held in kafka_wire._connections._idle.values() for c, _ in held] == []  # the broken one is gone
+    assert [c for held in kafka_wire._connections.kept().values() for c in held] == []  # the broken one is gone
     _same_as_python(topic, 1, *ends[1])  # and a new one is opened
-    assert len([c for held in kafka_wire._connections._idle.values() for c, _ in held]) == 1
+    assert len([c for held in kafka_wire._connections.kept().values() for c in held]) == 1
 
 
 def test_a_range_past_the_partitions_end_times_out_saying_so(broker, topic_name):
