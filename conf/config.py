@@ -86,8 +86,9 @@ class StreamsConfig:
     """Upper bound of records read per micro-batch and source topic."""
     single_task_records: int = 20_000
     """A trigger with at most this many input records runs as one Spark task (stage after stage
-    in it): Spark's fixed cost per stage outweighs a small batch's work. 0: always one Spark task
-    per deltastreams task."""
+    in it): Spark's fixed cost per stage outweighs a small batch's work. In local mode the driver
+    calls the task hosts itself for a trigger of any size (a Spark task would only relay its
+    calls on the same machine). 0: always one Spark task per deltastreams task, in local mode too."""
     sticky_tasks: bool = True
     """On a cluster: each task runs on the executor holding its current stores whenever that one
     is free within ``spark.locality.wait``, anywhere otherwise (and at once when it is gone)."""

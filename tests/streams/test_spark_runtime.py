@@ -61,6 +61,26 @@ def test_one_append_or_twenty_give_the_same_counts(spark, tmp_path):
     assert_df_equality(as_spark(spark, results_frame(one)), as_spark(spark, results_frame(twenty)), ignore_row_order=True)
 
 
+def test_in_local_mode_the_driver_calls_the_hosts_for_big_triggers_and_zero_keeps_spark_stages(spark, tmp_path):
+    """Every trigger here is over ``single_task_records``: the driver runs its tasks itself once
+    the hosts run (Spark's stages would only relay the calls, ~0.2 s a trigger); with 0 each
+    trigger is a Spark job of a stage per sub-topology. The same counts either way."""
+    tracker = spark.sparkContext.statusTracker()
+
+    def spark_jobs_and_triggers(root, single_task_records):
+        generate(str(root), 12_000, seed=9, late_fraction=0.1, max_lateness_ms=20_000, batches=6)
+        before = set(tracker.getJobIdsForGroup(None))
+        app = run_pageview(spark, root, max_records=2_000, single_task_records=single_task_records)
+        return len(set(tracker.getJobIdsForGroup(None)) - before), sum(1 for m in app.history if m.subtopology == 0)
+
+    driver_jobs, driver_triggers = spark_jobs_and_triggers(tmp_path / "driver", 500)
+    stage_jobs, stage_triggers = spark_jobs_and_triggers(tmp_path / "stages", 0)
+    assert driver_triggers >= 6 and stage_triggers >= 6
+    assert driver_jobs <= 1, (driver_jobs, driver_triggers)  # at most the first, which starts the hosts
+    assert stage_jobs >= stage_triggers, (stage_jobs, stage_triggers)
+    assert_df_equality(as_spark(spark, results_frame(tmp_path / "driver")), as_spark(spark, results_frame(tmp_path / "stages")), ignore_row_order=True)
+
+
 def test_a_run_stopped_half_way_completes_on_restart(spark, tmp_path):
     generate(str(tmp_path), 12_000, seed=7, late_fraction=0.1, max_lateness_ms=20_000, batches=6)
     config = StreamsConfig.load({"application_id": "pageview", "root": str(tmp_path), "processing_guarantee": "at_least_once", "num_partitions": 3, "commit_interval_ms": 100, "max_records_per_batch": 2_000})

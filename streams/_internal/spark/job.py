@@ -17,8 +17,9 @@ A small trigger (at most ``single_task_records`` input records) runs as one Spar
 calls every task's host in stage order, a stage's hosts at the same time: each stage and shuffle
 costs ~0.1-0.2 s of fixed Spark overhead here, far more than the work of a few thousand records,
 and latency is what a small trigger is about. In local mode the driver calls the hosts itself
-(no Spark task between them); while the session still starts, it does so for every trigger
-(:mod:`deltastreams.streams._internal.spark.session_start`).
+(no Spark task between them) for every trigger, whatever its size, once the hosts run (while
+the session still starts, the driver starts them: :mod:`deltastreams.streams._internal.spark.session_start`):
+on one machine a Spark task would only relay the calls.
 """
 
 from __future__ import annotations
@@ -218,6 +219,16 @@ class TriggerJob:
         return self.start_hosts_here is not None and not self._session.ready()
 
     @property
+    def _driver_runs_big_triggers(self) -> bool:
+        """Local mode: the driver calls the hosts for a trigger of any size, as it does while the
+        session starts. A stage's Spark tasks would only relay the same calls on this machine,
+        and each stage and shuffle cost ~0.1 s more than the calls themselves: at 5M events
+        from Kafka at 100 ms, the query's triggers of 100k records came every 280-340 ms against
+        110-120 ms for the driver's own. ``single_task_records`` 0 keeps a Spark task per
+        deltastreams task here too (how tests run the stage path locally)."""
+        return self.in_driver and self.single_task_records > 0
+
+    @property
     def spark(self):
         """The session (waited for if it is still starting: only what needs Spark asks)."""
         return self._session.get()
@@ -237,12 +248,14 @@ class TriggerJob:
             self.placement.record(outcomes)
             return outcomes
         descriptor_subs = [sub for stage in plan.stages for sub in stage if self.compiled[sub.id].mode == "descriptors"]
-        if descriptor_subs and (_input_records(descriptor_subs) <= self.single_task_records or self._before_session):
+        small = _input_records(descriptor_subs) <= self.single_task_records
+        if descriptor_subs and (small or self._before_session or self._driver_runs_big_triggers):
             run_all = functools.partial(_all_tasks, _without_records_mode(plan, self.compiled), self.consumers, dict(seeded), self.idle_timeout_s)
             items = self._run_in_driver(run_all)
-            if items is None:
+            if items is None and (small or self._before_session):
                 items = self.spark.sparkContext.parallelize([None], 1).mapPartitions(run_all).collect()
-            return outcomes + [TaskOutcome.from_json(value) for key, value in items if key[0] == OUTCOME]
+            if items is not None:
+                return outcomes + [TaskOutcome.from_json(value) for key, value in items if key[0] == OUTCOME]
         sc = self.spark.sparkContext
         rdd = None
         for stage in plan.stages:
@@ -323,13 +336,14 @@ class TriggerJob:
         return locations
 
     def _run_in_driver(self, run_all) -> list[tuple] | None:
-        """A small trigger's items (any trigger's while the session starts), from the task hosts
-        called by the driver itself; None if that cannot be done (not local mode, or a host not
-        running: only a Spark task starts one, unless the driver started the hosts).
+        """A trigger's items, from the task hosts called by the driver itself; None if that
+        cannot be done (not local mode, or a host not running: only a Spark task starts one,
+        unless the driver started the hosts).
 
-        In local mode the single Spark task of a small trigger runs on this machine and only
-        relays calls to the task hosts; the relay (job submission, a Python worker, the result's
-        way back) costs ~70 ms here, more than a few thousand records' work. A host found gone
+        In local mode a small trigger's single Spark task runs on this machine and only relays
+        calls to the task hosts; the relay (job submission, a Python worker, the result's way
+        back) costs ~70 ms here, more than a few thousand records' work, and a big trigger's
+        stages and shuffle more (:attr:`_driver_runs_big_triggers`). A host found gone
         midway leaves the trigger to the Spark task, which runs every task again: a task's
         stores move only once its changelog is committed, so a batch runs again as after any
         failed Spark task. So does a task that failed on its host: a failure is reported (and
