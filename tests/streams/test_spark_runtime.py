@@ -65,19 +65,23 @@ def test_in_local_mode_the_driver_calls_the_hosts_for_big_triggers_and_zero_keep
     """Every trigger here is over ``single_task_records``: the driver runs its tasks itself once
     the hosts run (Spark's stages would only relay the calls, ~0.2 s a trigger); with 0 each
     trigger is a Spark job of a stage per sub-topology. The same counts either way."""
-    tracker = spark.sparkContext.statusTracker()
+    # Jobs submitted so far, in any job group (a query's jobs carry its run's group).
+    submitted = spark.sparkContext._jsc.sc().dagScheduler().numTotalJobs
 
     def spark_jobs_and_triggers(root, single_task_records):
         generate(str(root), 12_000, seed=9, late_fraction=0.1, max_lateness_ms=20_000, batches=6)
-        before = set(tracker.getJobIdsForGroup(None))
+        before = submitted()
         app = run_pageview(spark, root, max_records=2_000, single_task_records=single_task_records)
-        return len(set(tracker.getJobIdsForGroup(None)) - before), sum(1 for m in app.history if m.subtopology == 0)
+        return submitted() - before, sum(1 for m in app.history if m.subtopology == 0)
 
     driver_jobs, driver_triggers = spark_jobs_and_triggers(tmp_path / "driver", 500)
     stage_jobs, stage_triggers = spark_jobs_and_triggers(tmp_path / "stages", 0)
     assert driver_triggers >= 6 and stage_triggers >= 6
-    assert driver_jobs <= 1, (driver_jobs, driver_triggers)  # at most the first, which starts the hosts
-    assert stage_jobs >= stage_triggers, (stage_jobs, stage_triggers)
+    # The application's start job (task host factories on the executors), and at most the first
+    # trigger, if the hosts were not up yet (measured: 2, then 1 on a second run; with 0, 7 jobs
+    # for 6 triggers, as every trigger here took before the driver ran big ones).
+    assert driver_jobs <= 2, (driver_jobs, driver_triggers)
+    assert stage_jobs >= stage_triggers + 1, (stage_jobs, stage_triggers)
     assert_df_equality(as_spark(spark, results_frame(tmp_path / "driver")), as_spark(spark, results_frame(tmp_path / "stages")), ignore_row_order=True)
 
 
