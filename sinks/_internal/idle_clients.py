@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -16,7 +17,7 @@ class IdleClients(Generic[Client]):
     read at a time, and the next read of the same key finds it ready (connected, assigned).
 
     One idle for ``idle_close_s`` (its task moved to another process) is closed at the next take;
-    the rest by :meth:`close_all`, which the owner registers for exit. ``most_per_key`` bounds
+    the rest by :meth:`close_all`, at exit. ``most_per_key`` bounds
     the clients kept per key (reads of one key at once each open their own; the extra ones are
     closed when given back). After a fork the child starts with none: the clients it inherited
     are the parent's (their sockets and threads), so it neither uses nor closes them."""
@@ -28,6 +29,7 @@ class IdleClients(Generic[Client]):
         self._lock = threading.Lock()
         self._idle: dict[Hashable, list[tuple[Client, float]]] = {}
         self._pid = os.getpid()
+        atexit.register(self.close_all)
 
     def take(self, key: Hashable) -> Client | None:
         """A kept client of ``key``, or None: the caller opens one."""

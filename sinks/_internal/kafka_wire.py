@@ -20,7 +20,6 @@ are kept for those.
 
 from __future__ import annotations
 
-import atexit
 import logging
 import socket
 import struct
@@ -190,7 +189,6 @@ class _Cursor:
 
 _connections: IdleClients[_Connection] = IdleClients(lambda connection: connection.close())
 """Connections per broker address; reads of one broker at once each use their own."""
-atexit.register(_connections.close_all)
 _leaders: dict[tuple[str, str, int], tuple[str, int]] = {}
 _compressed: set[tuple[str, str]] = set()
 

@@ -248,11 +248,11 @@ class TriggerJob:
             self.placement.record(outcomes)
             return outcomes
         descriptor_subs = [sub for stage in plan.stages for sub in stage if self.compiled[sub.id].mode == "descriptors"]
-        small = _input_records(descriptor_subs) <= self.single_task_records
-        if descriptor_subs and (small or self._before_session or self._driver_runs_big_triggers):
+        one_task = _input_records(descriptor_subs) <= self.single_task_records or self._before_session
+        if descriptor_subs and (one_task or self._driver_runs_big_triggers):
             run_all = functools.partial(_all_tasks, _without_records_mode(plan, self.compiled), self.consumers, dict(seeded), self.idle_timeout_s)
             items = self._run_in_driver(run_all)
-            if items is None and (small or self._before_session):
+            if items is None and one_task:
                 items = self.spark.sparkContext.parallelize([None], 1).mapPartitions(run_all).collect()
             if items is not None:
                 return outcomes + [TaskOutcome.from_json(value) for key, value in items if key[0] == OUTCOME]
@@ -344,9 +344,9 @@ class TriggerJob:
         calls to the task hosts; the relay (job submission, a Python worker, the result's way
         back) costs ~70 ms here, more than a few thousand records' work, and a big trigger's
         stages and shuffle more (:attr:`_driver_runs_big_triggers`). A host found gone
-        midway leaves the trigger to the Spark task, which runs every task again: a task's
-        stores move only once its changelog is committed, so a batch runs again as after any
-        failed Spark task. So does a task that failed on its host: a failure is reported (and
+        midway leaves the trigger to Spark (one task, or a big trigger's stages), which runs
+        every task again: a task's stores move only once its changelog is committed, so a batch
+        runs again as after any failed Spark task. So does a task that failed on its host: a failure is reported (and
         retried) as Spark reports any task's, whether or not the driver called the host first."""
         if not self.in_driver:
             return None
