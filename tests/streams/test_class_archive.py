@@ -26,13 +26,17 @@ def test_the_embedded_jvm_gets_the_archive_and_c1_before_the_applications_own_op
     archive, key = tmp_path / "spark-classes.jsa", tmp_path / "spark-classes.key"
     monkeypatch.setattr(class_archive, "ARCHIVE", archive)
     monkeypatch.setattr(class_archive, "KEY", key)
-    assert driver_java_options("") == QUICK_JIT == "-XX:TieredStopAtLevel=1"
+    assert driver_java_options("") == QUICK_JIT == "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
     archive.write_bytes(b"an archive")
     key.write_text(class_archive.key())
     # the application's flags come last: HotSpot takes a flag's last value, so theirs win
-    assert driver_java_options("-XX:TieredStopAtLevel=4") == f"-XX:SharedArchiveFile={archive} -XX:TieredStopAtLevel=1 -XX:TieredStopAtLevel=4"
+    assert driver_java_options("-XX:TieredStopAtLevel=4") == f"-XX:SharedArchiveFile={archive} {QUICK_JIT} -XX:TieredStopAtLevel=4"
 
 
-def test_the_test_sessions_jvm_runs_with_c1_only(spark):
-    arguments = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+def test_the_test_sessions_jvm_runs_with_c1_only_and_a_full_size_code_cache(spark):
+    jvm = spark._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert "-XX:TieredStopAtLevel=1" in arguments
+    # C1 alone would reserve 48 MB, which a long-lived JVM of many queries fills (compiling stops)
+    hotspot = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    assert int(hotspot.getVMOption("ReservedCodeCacheSize").getValue()) == 240 * 1024 * 1024

@@ -90,7 +90,11 @@ def _submit_args_settings(arguments: str) -> dict[str, str]:
 # run's CPU on 2 cores. With C1 alone, alternating runs from launch to done: 5M events from Delta
 # 18.9-19.7 s -> 14.8-16.7 s (CPU 34-35 -> 25-28 s), from Kafka 22.9-23.4 -> 17.8-18.1 s; at
 # 20,000 events/s and 100 ms the trigger took no longer (median 158 ms with C2, 147 with C1).
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# C1 alone makes HotSpot reserve a code cache of 48 MB instead of tiered's 240: a test worker's JVM
+# filled it in 400 s of many queries, compiling stopped, and a query then failed linking a method
+# handle (NoSuchMethodException: linkToStatic). The reservation is address space; pages are used
+# only as code is compiled.
+QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 def driver_java_options(configured: str) -> str:
