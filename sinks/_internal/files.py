@@ -126,22 +126,13 @@ def write_partition_file(table_uri: str, partition: int, rows: pa.Table, *, stag
     return _written(fs, base, rel, partition, _Extent().add(rows))
 
 
-MERGE_ROW_GROUP_BYTES = 4 * 1024 * 1024
-"""Rows a merge gathers (decoded) before writing them as one row group: about the memory a merge
-holds, whatever the size of its run."""
-
-
 def write_merged_file(table_uri: str, partition: int, rel_paths: Sequence[str], schema: pa.Schema) -> DataFile:
     """The rows of ``rel_paths`` (consecutive files of one partition, offsets assigned, read in
-    the table's columns ``schema``) as one Parquet file, in row groups of about
-    :data:`MERGE_ROW_GROUP_BYTES` (or one file, if larger). A row group per small file made a
-    merged file of hundreds of tiny row groups, slower to write and to read (a merge of 200 small
-    files wrote for 180 ms); the whole run in one held up to 64 MB of files decoded at once, and a
-    long-running writer's memory followed its largest merge."""
+    the table's columns ``schema``) as one Parquet file, read and written one file at a time: a
+    merge holds one of its files in memory, not all of them (merging a run of 64 MB of files held
+    them all, decoded, at once, and a long-running writer's memory followed its largest merge)."""
     fs, base = filesystem_for(table_uri)
     extent, writer, rel = _Extent(), None, ""
-    gathered: list[pa.Table] = []
-    gathered_bytes = 0
     try:
         for path in rel_paths:
             rows = read_rows(table_uri, path, schema)
@@ -150,14 +141,8 @@ def write_merged_file(table_uri: str, partition: int, rel_paths: Sequence[str], 
             if writer is None:
                 rel = _parquet_path(fs, base, partition, rows.column(OFFSET)[0].as_py())
                 writer = pq.ParquetWriter(f"{base}/{rel}", rows.schema, filesystem=fs, use_dictionary=_dictionary_columns(rows), **_DURABLE)
-            gathered.append(rows)
-            gathered_bytes += rows.nbytes
+            writer.write_table(rows)
             extent.add(rows)
-            if gathered_bytes >= MERGE_ROW_GROUP_BYTES:
-                writer.write_table(pa.concat_tables(gathered))
-                gathered, gathered_bytes = [], 0
-        if gathered:
-            writer.write_table(pa.concat_tables(gathered))
     finally:
         if writer is not None:
             writer.close()
@@ -235,12 +220,10 @@ def read_staged_file(table_uri: str, rel_path: str) -> pa.Table:
 
 def _read(table_uri: str, rel_path: str) -> pa.Table:
     fs, base = filesystem_for(table_uri)
-    with fs.open_input_file(f"{base}/{rel_path}") as source:
-        if rel_path.endswith(".arrow"):
+    if rel_path.endswith(".arrow"):
+        with fs.open_input_file(f"{base}/{rel_path}") as source:
             return pa.ipc.open_file(source).read_all()
-        # Not pq.read_table: it builds a dataset for the one file, which cost a small file's read
-        # 1.1-2.6 ms against 0.5-0.7 ms. pre_buffer as read_table's: on S3 it coalesces the reads.
-        return pq.ParquetFile(source, pre_buffer=True).read()
+    return pq.read_table(f"{base}/{rel_path}", filesystem=fs)
 
 
 def read_raw_file(table_uri: str, rel_path: str) -> pa.Table:

@@ -59,9 +59,6 @@ class Checkpoint:
     """The table's files at ``version``."""
     schema: pa.Schema
     """The table's schema (partition column included)."""
-    rows: pa.Table | None = None
-    """The checkpoint's rows as written: its writer's next checkpoint starts from them instead of
-    reading the file back."""
 
 
 @dataclass
@@ -98,23 +95,17 @@ def previous_checkpoint(uri: str) -> int | None:
     return None if pointer is None or pointer.get("parts") else int(pointer["version"])
 
 
-def write_checkpoint(uri: str, version: int, *, now_ms: int | None = None, last_written: Checkpoint | None = None) -> Checkpoint | None:
+def write_checkpoint(uri: str, version: int, *, now_ms: int | None = None) -> Checkpoint | None:
     """Write the checkpoint of ``version`` of the table at ``uri`` from the previous checkpoint
-    and the commits after it; None (and nothing written) if this table is not covered.
-    ``last_written``, the checkpoint this writer wrote last, stands for the previous checkpoint's
-    file when ``_last_checkpoint`` names its version (any checkpoint of a version holds that
-    version's state)."""
+    and the commits after it; None (and nothing written) if this table is not covered."""
     previous = previous_checkpoint(uri)
     if previous is None or previous >= version:
         return None
-    if last_written is not None and last_written.version == previous and last_written.rows is not None:
-        old = last_written.rows
-    else:
-        fs, path = filesystem_for(checkpoint_path(uri, previous))
-        try:
-            old = pq.read_table(path, filesystem=fs)
-        except FileNotFoundError:
-            return None
+    fs, path = filesystem_for(checkpoint_path(uri, previous))
+    try:
+        old = pq.read_table(path, filesystem=fs)
+    except FileNotFoundError:
+        return None
     if any(kind not in old.column_names for kind in ACTIONS) or _has_parsed_columns(old.schema):
         return None
     since = _Since()
@@ -143,8 +134,7 @@ def write_checkpoint(uri: str, version: int, *, now_ms: int | None = None, last_
     pointer = {"version": version, "size": written.num_rows, "sizeInBytes": len(body), "numOfAddFiles": len(live)}
     put_log_file(uri, "_last_checkpoint", json.dumps(pointer).encode())
     files = [offsets.added_file({**a, "partitionValues": dict(a["partitionValues"] or ())}, uri, None) for a in live]
-    # one chunk: the next checkpoint's filter keeps this table's chunks, which would pile up
-    return Checkpoint(version, files, pa.schema(Schema.from_json(metadata["schemaString"])), written.combine_chunks())
+    return Checkpoint(version, files, pa.schema(Schema.from_json(metadata["schemaString"])))
 
 
 def _state(old: pa.Table, since: _Since, metadata: dict, protocol: dict, cutoff_ms: int) -> pa.Table:

@@ -21,9 +21,8 @@ that, an append is:
    and the cleanup of commit files older than ``delta.logRetentionDuration``
    (:mod:`deltastreams.sinks._internal.log_expiry`): none of them lists the log.
 
-Step 4 builds on the previous checkpoint (kept in memory from the one this process wrote, or read),
-whose size the merge and the tombstones' retention bound, once per interval: that append takes
-longer than the others, the same at any length of the log.
+Step 4 reads the previous checkpoint, whose size the merge and the tombstones' retention bound,
+once per interval: that append takes longer than the others, the same at any length of the log.
 """
 
 from __future__ import annotations
@@ -81,8 +80,6 @@ class LogHead:
         self.uri = uri
         self.lock = threading.RLock()
         self._known: Known | None = None
-        self._checkpoint: log_checkpoint.Checkpoint | None = None
-        """The last checkpoint this process wrote (its rows start the next one)."""
 
     def known(self, table_id: str | None = None) -> Known:
         """The head as known, after checking it still stands (one probe): loaded again if the log
@@ -90,7 +87,6 @@ class LogHead:
         known = self._known
         if known is None or (table_id is not None and table_id != known.table_id) or not self._commit_exists(known.version):
             self._known = known = self._load()
-            self._checkpoint = None  # perhaps of another table (deleted and created again)
         return known
 
     def current(self, table_id: str | None = None) -> Known:
@@ -155,12 +151,11 @@ class LogHead:
         if not checkpoint_due(version, known.checkpoint_interval):
             return Maintenance()
         try:
-            written = log_checkpoint.write_checkpoint(self.uri, version, last_written=self._checkpoint)
+            written = log_checkpoint.write_checkpoint(self.uri, version)
             if written is None:  # a table it does not cover: delta-rs, which lists the log
                 table = open_table(self.uri, version)
                 table.create_checkpoint()
                 written = log_checkpoint.Checkpoint(version, snapshot_files(table), pa.schema(table.schema()))
-            self._checkpoint = written
             merged = merge_small_files(self.uri, version, written.files, written.schema)
             if merged.version is not None and known.version == version:
                 self.committed(merged.version, ())

@@ -6,7 +6,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from deltastreams.sinks._internal import files
 from deltastreams.sinks._internal.delta_log import files_added, snapshot_files
 from deltastreams.sinks.retention import EXPIRE_AFTER_COMMIT, OPTIMIZE_AFTER_COMMIT, OPTIMIZE_AFTER_WRITE, expire_oldest, optimize_files
 from tests.sinks.retention_support import append_values, files_on_disk, read_all_versions, sink, snapshot_paths
@@ -46,18 +45,16 @@ def test_optimize_merges_small_files_with_the_same_records_offsets_and_order(tmp
     assert topic.end_offsets() == {0: 36, 1: 36}
 
 
-def test_optimize_holds_what_it_gathers_for_a_row_group_in_memory_not_the_whole_run(tmp_path, monkeypatch):
+def test_optimize_holds_one_file_of_a_run_in_memory_not_the_whole_run(tmp_path):
     # A merge read every file of its run, then wrote them: the retention thread's memory rose with
     # its largest merge (up to the 64 MB target of Parquet, decoded), and allocators keep much of a freed peak.
-    # Measured: 3.8 MB at its peak before (28 files' worth), 0.46 MB with one file held. It now
-    # gathers files for a row group (MERGE_ROW_GROUP_BYTES), here about two of them.
+    # Measured: 3.8 MB at its peak before (28 files' worth), 0.46 MB now (one file, the writer).
     topic = sink(tmp_path, partitions=1)
     rng = random.Random(7)
     for b in range(20):
         append_values(topic, [("".join(rng.choices(string.ascii_letters, k=100)), b * 1000 + i, 0, 1000 * b + i) for i in range(1000)])
     before = topic.read()
     file_bytes = max(topic.read_rows(f).nbytes for f in snapshot_files(topic.delta_table()))
-    monkeypatch.setattr(files, "MERGE_ROW_GROUP_BYTES", 2 * file_bytes)
     counted = pa.proxy_memory_pool(pa.default_memory_pool())
     default = pa.default_memory_pool()
     pa.set_memory_pool(counted)

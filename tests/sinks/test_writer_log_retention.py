@@ -10,13 +10,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from deltastreams.conf.errors import LogRetentionError
 from deltastreams.conf.retention import RetentionConfig
 from deltastreams.sinks import Topic, create_topic, files_added, read_commit
-from deltastreams.sinks._internal import files, small_files
+from deltastreams.sinks._internal import small_files
 from deltastreams.sinks._internal.files import DataFile
 from deltastreams.sinks._internal.log_expiry import parse_interval
 from deltastreams.sinks._internal.small_files import runs_to_merge
@@ -104,20 +103,6 @@ def test_small_files_are_merged_size_tiered_and_readers_see_each_record_once(top
     assert incremental["value"].to_pylist() == list(range(120))
     on_disk = len(list((Path(topic.uri) / "partition=0").iterdir()))
     assert on_disk > live  # replaced files stay while versions that add them are in the log
-    merged = table.get_add_actions(flatten=True).column("path").to_pylist()
-    assert {pq.ParquetFile(Path(topic.uri) / p).metadata.num_row_groups for p in merged} == {1}  # small files gathered, not a row group each
-
-
-def test_a_merge_writes_a_row_group_once_it_gathered_its_bytes(topic, tmp_path, monkeypatch):
-    monkeypatch.setattr(small_files, "MIN_FILES", 6)
-    monkeypatch.setattr(small_files, "FAN_IN", 3)
-    monkeypatch.setattr(files, "MERGE_ROW_GROUP_BYTES", 1)  # every file read is a row group: memory of one file
-    for i in range(30):
-        topic.append(rows(2 * i, partition=0))
-    live = topic.delta_table().get_add_actions(flatten=True).column("path").to_pylist()
-    assert len(live) < 15
-    assert max(pq.ParquetFile(Path(topic.uri) / p).metadata.num_row_groups for p in live) >= 3  # a merged file of at least fan_in files
-    assert Topic.open(tmp_path, "events").read()["value"].to_pylist() == list(range(60))
 
 
 def test_replaced_files_go_with_the_last_commit_that_needs_them(topic, monkeypatch):
