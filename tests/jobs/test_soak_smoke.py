@@ -29,7 +29,11 @@ def test_soak_runs_end_to_end_and_reports_sane_numbers(tmp_path):
     assert [s["t"] for s in samples] == [10, 20, 30]
     assert report["batches"] >= sum(s["batches"] for s in samples) > 10
     assert all(s["batch_ms_p50"] > 0 for s in samples if s["batches"])
-    assert 0 < samples[0]["consumed"] < samples[-1]["consumed"] <= samples[-1]["generated"] + 1000
+    # against the generator's count at its stop: the samples read a status file it rewrites about
+    # once a second, which lagged the job's batch log by 1,602 events (1.6 s) in a loaded CI run
+    appended = report["generator"]["events"]
+    assert report["generator"]["finished"] and 0 < samples[-1]["generated"] <= appended
+    assert 0 < samples[0]["consumed"] < samples[-1]["consumed"] <= appended
     first, last = samples[0]["topics"], samples[-1]["topics"]
     assert 0 < first["input"]["files"] < last["input"]["files"] and first["input"]["bytes"] < last["input"]["bytes"]
     assert last["repartition"]["files"] > 0 and last["changelog"]["files"] > 0 and last["sink"]["files"] > 0
